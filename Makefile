@@ -1,0 +1,67 @@
+# engenho: build, run the demo, test, measure.
+#
+#   make run     the daemon on the demo config (process driver, fs store)
+#   make test    every test, with the race detector
+#   make bench   the benchmark tables (PERF-1..PERF-7)
+#   make chaos   the CI chaos campaign; make soak a long one
+#   make fuzz    every fuzz target for a fixed time
+#   make lint    go vet and gofmt
+
+GO        ?= go
+BIN       := cmd/engenho/engenho
+FUZZTIME  ?= 20s
+BENCHTIME ?= 1x
+export GOFLAGS := -buildvcs=false
+
+.PHONY: build run test bench chaos chaos-selftest soak fuzz lint clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/engenho
+
+run: build
+	$(BIN) daemon --config configs/demo.yaml
+
+test:
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+bench: build
+	@echo "== PERF-2 messaging, spawn/stop and memory per idle actor"
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./actors/supervise/
+	@echo "== PERF-1 restart latency: the process driver alone, then through the whole tree"
+	$(GO) test -run '^$$' -bench RestartLatency -benchtime 200x ./drivers/process/ ./actors/treetest/
+	@echo "== PERF-3 scale on the fake driver"
+	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./actors/treetest/
+	@echo "== PERF-4 daemon restart with 1,000 process replicas"
+	$(GO) test -run '^$$' -bench DaemonRestart -benchtime 1x -timeout 30m ./runtime/daemon/
+	@echo "== PERF-5 wake latency: restore alone, then a whole wake through the edge (fs, and MinIO when ENGENHO_S3_* is set)"
+	$(GO) test -run '^$$' -bench Restore -benchtime 3x ./drivers/objstore/checkpoint/
+	$(GO) test -run '^$$' -bench WakeLatency -benchtime 5x ./actors/activator/
+	@echo "== PERF-6 journal: synced intent writes and batched event appends, then the p50/p99 table"
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./runtime/journal/
+	ENGENHO_PERF=1 $(GO) test -count=1 -run TestPrintPerfTable -v ./runtime/journal/
+	@echo "== PERF-7 control socket status of 1,000 services"
+	$(GO) test -run '^$$' -bench Status -benchtime 20x ./runtime/control/
+	@echo "== balancer"
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./runtime/balancer/
+
+chaos: build
+	$(BIN) chaos run --scenario ci --seed 1 --faults 200 --report chaos/reports/ci
+
+chaos-selftest: build
+	ENGENHO_CHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -run SelfTest -v -timeout 20m ./chaos/
+
+soak: build
+	$(BIN) chaos run --scenario soak --seed $${SEED:-$$(date +%s)} --faults $${FAULTS:-5000} --report chaos/reports/soak
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/stackfile/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./runtime/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./runtime/control/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./drivers/objstore/lease/
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf $(BIN) configs/demo-data chaos/reports

@@ -1,0 +1,25 @@
+// Package host is the host actor (spec ACT-2..ACT-10, ACT-13): one
+// hibernating host (or standalone worker), asleep → waking → awake →
+// stopping → asleep, every transition an event.
+//
+// The decisions are a pure state machine (core.go, wake.go, awake.go,
+// stop.go): Step(config, state, event, now) returns the new state and the
+// effects the actor shell (actor.go, ops.go) performs: operations in
+// goroutines bounded by a timeout that report back by message (driver
+// calls, the lease, checkpoints, probes), timers on the clock, the edge
+// gate, sidecar actors, events.
+//
+// A wake, in order (ACT-4): re-read the definition, acquire the lease
+// (renewed every TTL/3 from then on), claim the manifest and restore the
+// data directory unless the local copy is current (none anywhere = a first
+// boot, which runs the seed), start the instance with ENGENHO_DATA_DIR,
+// wait until it is ready (its healthcheck, or a TCP connect, probed from
+// 10ms doubling to start_interval), start the sidecars, open the gate and
+// answer every waiter. Requests arriving meanwhile coalesce on it (ACT-3).
+//
+// A sleep, in order (ACT-8): sidecars (SIGTERM, 5s, kill), the instance
+// (SIGTERM, 20s, kill), the final checkpoint, the due time, the lease
+// release. A stop not proven keeps the lease and is retried by the sweep;
+// a failed release is owed (journal) and retried. A lost lease never
+// checkpoints again (ACT-6).
+package host

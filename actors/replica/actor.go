@@ -1,0 +1,298 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/runtime/probe"
+	"github.com/engenho/engenho/runtime/status"
+)
+
+// Emitter takes events for the node's event log.
+type Emitter interface {
+	Emit(messages.Event)
+}
+
+// Env is what a replica actor uses of the node.
+type Env struct {
+	Driver drivers.Driver
+	Prober *probe.Prober
+	Events Emitter
+	Board  *status.Board
+	// StepTimeout bounds every driver call (SVC-11).
+	StepTimeout time.Duration
+	// OutputLines is how much of a failed run's output is kept (SVC-21).
+	OutputLines int
+}
+
+// Params say which instance the actor owns and how.
+type Params struct {
+	Stack, Service string
+	Slot           int
+	ID             string
+	Revision       string
+	Deployment     string
+	Spec           drivers.Spec
+	Config         Config
+	// Ledger carries the slot's backoff history across actor restarts.
+	Ledger    ladder.Entry
+	HasLedger bool
+	// Adopt is the observed instance when adopting one found running.
+	Adopt *drivers.Status
+	// Existing says the instance exists but its state is unknown: the actor
+	// inspects before anything else (an actor restart, SUP-9).
+	Existing bool
+	Intent   messages.Intent
+}
+
+type armed struct {
+	seq   uint64
+	timer clock.Timer
+}
+
+// Actor is the replica actor.
+type Actor struct {
+	h       *supervise.Handle
+	env     Env
+	p       Params
+	s       State
+	ctx     context.Context
+	cancel  context.CancelFunc
+	timers  map[TimerKind]armed
+	seq     uint64
+	unwatch func()
+	output  string
+	sent    messages.ReplicaStatus
+	hasSent bool
+}
+
+// Produce returns the producer of a replica actor for p.
+func Produce(env Env, p Params) supervise.Producer {
+	return func(h *supervise.Handle) actor.Receiver {
+		return &Actor{h: h, env: env, p: p, timers: map[TimerKind]armed{}}
+	}
+}
+
+func (a *Actor) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Started:
+		a.ctx, a.cancel = context.WithCancel(context.Background())
+		a.s = State{Intent: a.p.Intent, Entry: a.p.Ledger, HasEntry: a.p.HasLedger}
+		a.begin()
+	case actor.Stopped:
+		a.stop()
+	case messages.ReplicaTimer:
+		if t, ok := a.timers[m.Timer]; !ok || t.seq != m.Seq {
+			return // re-armed or cancelled since
+		}
+		delete(a.timers, m.Timer)
+		a.step(m)
+	case messages.ReplicaOutput:
+		a.output = m.Output
+		a.report()
+	case messages.ReplicaOpDone, messages.ReplicaExited, messages.ReplicaProbed, messages.ReplicaCommand, messages.ReplicaRetry:
+		a.step(m)
+	}
+}
+
+func (a *Actor) begin() {
+	if a.p.Existing {
+		a.s.Created, a.s.Phase, a.s.Op = true, PhaseAdopting, OpInspect
+		if a.s.Intent == "" {
+			a.s.Intent = messages.IntentRun
+		}
+		a.perform([]Effect{{Kind: DoOp, Op: OpInspect}})
+		a.report()
+		return
+	}
+	a.step(Begin{Adopt: a.p.Adopt})
+}
+
+func (a *Actor) step(e Event) {
+	var fx []Effect
+	a.s, fx = Step(a.p.Config, a.s, e, a.h.Clock().Now())
+	a.perform(fx)
+	a.report()
+}
+
+// stop ends the actor's goroutines, timers and watch. The workload is
+// not touched: an actor stop is not a workload stop (SUP-9).
+func (a *Actor) stop() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	for k, t := range a.timers {
+		t.timer.Stop()
+		delete(a.timers, k)
+	}
+	if a.unwatch != nil {
+		a.unwatch()
+		a.unwatch = nil
+	}
+	if a.s.Done {
+		a.env.Board.DeleteReplica(a.p.Stack, a.p.Service, a.p.ID)
+	}
+}
+
+func (a *Actor) perform(fx []Effect) {
+	for _, f := range fx {
+		switch f.Kind {
+		case DoOp:
+			a.doOp(f.Op, f.Grace)
+		case DoProbe:
+			a.doProbe()
+		case ArmTimer:
+			if _, ok := a.timers[f.Timer]; !(ok && f.Keep) {
+				a.arm(f.Timer, f.At)
+			}
+		case StartWatch:
+			a.watch()
+		case FetchOutput:
+			a.fetchOutput()
+		case Emit:
+			a.emit(f)
+		case End:
+			a.h.Exit(messages.ExitNormal, nil)
+		}
+	}
+}
+
+// doOp runs one driver call in a goroutine bounded by the step timeout
+// (SUP-4, SVC-11) and reports back as a message.
+func (a *Actor) doOp(op Op, grace time.Duration) {
+	drv, name, spec, self, eng := a.env.Driver, a.p.Spec.Name, a.p.Spec, a.h.PID(), a.h.Engine()
+	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, a.env.StepTimeout)
+	go func() {
+		defer cancel()
+		var st drivers.Status
+		var err error
+		switch op {
+		case OpCreate:
+			err = drv.Create(ctx, spec)
+		case OpStart:
+			err = drv.Start(ctx, name)
+		case OpStop:
+			err = drv.Stop(ctx, name, grace)
+		case OpDelete:
+			err = drv.Delete(ctx, name)
+		case OpInspect:
+			st, err = drv.Inspect(ctx, name)
+		}
+		if err != nil && ctx.Err() != nil && a.ctx.Err() == nil {
+			err = drivers.Wrap(drv.Name(), string(op), name, drivers.ErrTransient, context.Cause(ctx))
+		}
+		eng.Send(self, messages.ReplicaOpDone{Op: op, Err: err, Status: st})
+	}()
+}
+
+func (a *Actor) doProbe() {
+	prober, cfg, self, eng := a.env.Prober, a.p.Config.Probe, a.h.PID(), a.h.Engine()
+	target := probe.Target{Instance: a.p.Spec.Name, Addresses: a.s.Addresses}
+	ctx := a.ctx
+	go func() {
+		r := prober.Probe(ctx, cfg, target)
+		eng.Send(self, messages.ReplicaProbed{Result: r})
+	}()
+}
+
+func (a *Actor) arm(kind TimerKind, at time.Time) {
+	if t, ok := a.timers[kind]; ok {
+		t.timer.Stop()
+	}
+	a.seq++
+	seq, self, eng := a.seq, a.h.PID(), a.h.Engine()
+	d := at.Sub(a.h.Clock().Now())
+	t := a.h.Clock().AfterFunc(d, func() { eng.Send(self, messages.ReplicaTimer{Timer: kind, Seq: seq}) })
+	a.timers[kind] = armed{seq: seq, timer: t}
+}
+
+func (a *Actor) watch() {
+	if a.unwatch != nil {
+		a.unwatch()
+		a.unwatch = nil
+	}
+	self, eng := a.h.PID(), a.h.Engine()
+	stop, err := a.env.Driver.Watch(a.p.Spec.Name, func(e drivers.Exit) {
+		eng.Send(self, messages.ReplicaExited{Exit: e})
+	})
+	if err == nil {
+		a.unwatch = stop
+	} else if !errors.Is(err, drivers.ErrUnsupported) {
+		a.h.Log().Warn().Err(err).Msg("watch failed; relying on inspection")
+	}
+}
+
+func (a *Actor) fetchOutput() {
+	drv, name, self, eng, lines := a.env.Driver, a.p.Spec.Name, a.h.PID(), a.h.Engine(), a.env.OutputLines
+	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, a.env.StepTimeout)
+	go func() {
+		defer cancel()
+		rc, err := drv.Logs(ctx, name, drivers.LogOptions{Tail: lines})
+		if err != nil {
+			return
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(io.LimitReader(rc, 64<<10))
+		eng.Send(self, messages.ReplicaOutput{Output: string(bytes.TrimSpace(b))})
+	}()
+}
+
+func (a *Actor) emit(f Effect) {
+	if a.env.Events == nil {
+		return
+	}
+	a.env.Events.Emit(messages.Event{
+		UnixMs: a.h.Clock().Now().UnixMilli(), Level: f.Level, Kind: f.Event,
+		Stack: a.p.Stack, Service: a.p.Service, Instance: a.p.Spec.Name, Actor: a.h.Path(), Message: f.Message,
+	})
+}
+
+// report publishes the snapshot, and tells the service when anything it
+// decides on has changed.
+func (a *Actor) report() {
+	r := a.snapshot()
+	a.env.Board.PutReplica(r)
+	a.h.SetState(string(r.Phase), r.Health)
+	if a.hasSent && !changed(a.sent, r) {
+		return
+	}
+	a.sent, a.hasSent = r, true
+	a.h.Engine().Send(a.h.Parent(), r)
+}
+
+func (a *Actor) snapshot() messages.ReplicaStatus {
+	s := a.s
+	addrs := make(map[int]string, len(s.Addresses))
+	for k, v := range s.Addresses {
+		addrs[k] = v
+	}
+	r := messages.ReplicaStatus{
+		Stack: a.p.Stack, Service: a.p.Service, Slot: a.p.Slot, ID: a.p.ID, Instance: a.p.Spec.Name,
+		Revision: a.p.Revision, Deployment: a.p.Deployment, Phase: string(s.Phase), Health: string(s.Health.Status),
+		InRotation: s.InRotation, Addresses: addrs, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt,
+		ServingSince: s.ServingSince, Restarts: s.Restarts, LastProbe: s.Health.Last.Output, LastError: s.LastError,
+		FailureOutput: a.output, Ledger: s.Entry, HasLedger: s.HasEntry, Replace: s.Replace, Final: s.Done,
+	}
+	if r.Health == "" {
+		r.Health = string(probe.StatusNone)
+	}
+	return r
+}
+
+// changed reports whether b differs from a in anything the service acts on.
+func changed(a, b messages.ReplicaStatus) bool {
+	return a.Phase != b.Phase || a.Health != b.Health || a.InRotation != b.InRotation ||
+		a.Restarts != b.Restarts || a.Replace != b.Replace || a.Final != b.Final ||
+		a.HasLedger != b.HasLedger || a.Ledger.Failures != b.Ledger.Failures ||
+		!a.StartedAt.Equal(b.StartedAt) || len(a.Addresses) != len(b.Addresses) ||
+		a.LastError != b.LastError || a.FailureOutput != b.FailureOutput
+}

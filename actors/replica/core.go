@@ -1,0 +1,616 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/runtime/probe"
+)
+
+// Phase is where a replica is in its life (SVC-6).
+type Phase string
+
+const (
+	PhaseAdopting  Phase = "adopting"
+	PhaseCreating  Phase = "creating"
+	PhaseStarting  Phase = "starting"
+	PhaseProbing   Phase = "probing"
+	PhaseServing   Phase = "serving"
+	PhaseUnhealthy Phase = "unhealthy"
+	PhaseDown      Phase = "down"
+	PhaseStopping  Phase = "stopping"
+	PhaseStopped   Phase = "stopped"
+	PhaseFailed    Phase = "failed"
+	PhaseRetiring  Phase = "retiring"
+	PhaseGone      Phase = "gone"
+)
+
+// Op is a driver call.
+type Op = messages.ReplicaOp
+
+const (
+	OpNone    Op = ""
+	OpCreate  Op = "create"
+	OpStart   Op = "start"
+	OpStop    Op = "stop"
+	OpDelete  Op = "delete"
+	OpInspect Op = "inspect"
+)
+
+// TimerKind names a replica's timers; each kind has at most one armed.
+type TimerKind = string
+
+const (
+	TimerRestart TimerKind = "restart"
+	TimerProbe   TimerKind = "probe"
+	TimerSweep   TimerKind = "sweep"
+	TimerStable  TimerKind = "stable"
+)
+
+// Policy is the replica's share of the service definition.
+type Policy struct {
+	// Condition is none, on-failure or any (SUP-16).
+	Condition   string
+	MaxAttempts int // 0 = unlimited
+	Window      time.Duration
+	// UnhealthyThreshold is the count of consecutive unhealthy observations
+	// before a restart (SUP-14, default 2).
+	UnhealthyThreshold int
+	// RestartsBeforeReplace: a replica restarted this many times for being
+	// unhealthy, without becoming healthy, is replaced (SUP-15, default 3).
+	RestartsBeforeReplace int
+	StopGrace             time.Duration
+	// Sweep is how often a running instance is inspected (SVC-9).
+	Sweep time.Duration
+	// TransientRetry is the wait after a transient driver error.
+	TransientRetry time.Duration
+}
+
+// Config is fixed for the life of a replica actor.
+type Config struct {
+	Probe  probe.Config
+	Ladder ladder.Config
+	Policy Policy
+}
+
+// State is everything a replica knows. It is a value.
+type State struct {
+	Phase   Phase
+	Op      Op
+	Intent  messages.Intent
+	Created bool
+	Running bool
+	// StartedAt is the start time of the current run as the driver reports
+	// it; a different one the replica did not cause means something else
+	// restarted the instance (SVC-9).
+	StartedAt    time.Time
+	Addresses    map[int]string
+	Health       probe.Tracker
+	InRotation   bool
+	ServingSince time.Time
+	CreatedAt    time.Time
+
+	Entry    ladder.Entry
+	HasEntry bool
+	// NextAttempt is when a start (or create) may next run.
+	NextAttempt time.Time
+
+	Restarts       int
+	HealthRestarts int
+	Attempts       []time.Time // restart attempts in the policy window
+
+	// startPending marks an inspect that follows our own start call;
+	// afterFailedStart one that follows a start call that failed (SVC-8).
+	startPending     bool
+	afterFailedStart bool
+	healthRestart    bool
+	// probing is set while a probe runs: one replica has at most one probe
+	// in flight, and the next is armed when its result arrives.
+	probing bool
+	// retryAt holds back the next driver call after a failed stop or
+	// delete (the sweep timer comes then).
+	retryAt time.Time
+	// Replace is set when the slot must get a fresh instance (SVC-8, SUP-15).
+	Replace   bool
+	LastError string
+	LastExit  *drivers.Exit
+	Done      bool
+}
+
+// Events are Begin and the replica's messages: messages.ReplicaOpDone,
+// ReplicaExited, ReplicaProbed, ReplicaTimer and ReplicaCommand.
+type Event = any
+
+// Begin starts the replica; Adopt is the observed instance when adopting.
+type Begin struct{ Adopt *drivers.Status }
+
+type (
+	OpDone  = messages.ReplicaOpDone
+	Exited  = messages.ReplicaExited
+	Probed  = messages.ReplicaProbed
+	Tick    = messages.ReplicaTimer
+	Command = messages.ReplicaCommand
+)
+
+// EffectKind is what the shell is asked to do.
+type EffectKind int
+
+const (
+	DoOp EffectKind = iota
+	DoProbe
+	ArmTimer
+	StartWatch
+	FetchOutput
+	Emit
+	End
+)
+
+// Effect is one thing for the shell to do.
+type Effect struct {
+	Kind  EffectKind
+	Op    Op
+	Grace time.Duration
+	Timer TimerKind
+	At    time.Time
+	// Keep leaves an armed timer of the same kind as it is.
+	Keep    bool
+	Event   string // event kind, for Emit
+	Level   messages.Level
+	Message string
+}
+
+// Step folds one event into the state and returns the effects to perform.
+func Step(cfg Config, s State, e Event, now time.Time) (State, []Effect) {
+	var fx []Effect
+	switch e := e.(type) {
+	case Begin:
+		s, fx = begin(cfg, s, e, now)
+	case OpDone:
+		s, fx = opDone(cfg, s, e, now)
+	case Exited:
+		s, fx = exited(cfg, s, e, now)
+	case Probed:
+		s, fx = probed(cfg, s, e, now)
+	case Tick:
+		s, fx = tick(cfg, s, e, now)
+	case Command:
+		s, fx = command(s, e, now)
+	case messages.ReplicaRetry:
+		s = retry(s, now)
+	default:
+		return s, nil
+	}
+	s, more := settle(cfg, s, now)
+	return s, append(fx, more...)
+}
+
+func begin(cfg Config, s State, e Begin, now time.Time) (State, []Effect) {
+	if s.Intent == "" {
+		s.Intent = messages.IntentRun
+	}
+	if e.Adopt == nil {
+		s.Phase = PhaseCreating
+		return s, nil
+	}
+	s.Created = true
+	s.Phase = PhaseAdopting
+	return observe(cfg, s, *e.Adopt, now, true)
+}
+
+func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+	if e.Op != s.Op {
+		return s, nil
+	}
+	s.Op = OpNone
+	switch e.Op {
+	case OpCreate:
+		if e.Err != nil {
+			return opFailed(cfg, s, e, now)
+		}
+		s.Created, s.CreatedAt = true, now
+		return s, nil
+	case OpStart:
+		if e.Err != nil {
+			s.LastError = e.Err.Error()
+			s.afterFailedStart = true
+		} else {
+			s.startPending = true
+			s.Entry = ladder.Started(s.Entry)
+		}
+		s.Op = OpInspect
+		return s, []Effect{{Kind: StartWatch}, {Kind: DoOp, Op: OpInspect}}
+	case OpInspect:
+		if e.Err != nil {
+			return inspectFailed(cfg, s, e, now)
+		}
+		return observe(cfg, s, e.Status, now, false)
+	case OpStop:
+		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
+			return opFailed(cfg, s, e, now)
+		}
+		s = down(s)
+		s.healthRestart = false
+		if errors.Is(e.Err, drivers.ErrNotFound) {
+			return missing(s)
+		}
+		return s, nil
+	case OpDelete:
+		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
+			return opFailed(cfg, s, e, now)
+		}
+		s.Created = false
+		return s, nil
+	}
+	return s, nil
+}
+
+// opFailed handles a failed create, stop or delete. A transient error
+// changes nothing but a later retry (SVC-8); another charges the ladder.
+func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+	s.LastError = fmt.Sprintf("%s: %v", e.Op, e.Err)
+	if errors.Is(e.Err, drivers.ErrTransient) || e.Op != OpCreate {
+		s.retryAt = now.Add(cfg.Policy.TransientRetry)
+		return s, retryLater(cfg, now)
+	}
+	return charge(cfg, s, now, s.LastError)
+}
+
+func retryLater(cfg Config, now time.Time) []Effect {
+	return []Effect{{Kind: ArmTimer, Timer: TimerSweep, At: now.Add(cfg.Policy.TransientRetry)}}
+}
+
+func inspectFailed(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+	if errors.Is(e.Err, drivers.ErrNotFound) {
+		return missing(s)
+	}
+	// A transient error (or a timeout) changes nothing (SVC-8).
+	s.LastError = fmt.Sprintf("inspect: %v", e.Err)
+	return s, retryLater(cfg, now)
+}
+
+// missing: the instance is confirmed gone. It is withdrawn from traffic and
+// the service fills the slot with a fresh instance, never under this one's
+// identity (SVC-8).
+func missing(s State) (State, []Effect) {
+	s = down(s)
+	s.Created = false
+	s.Replace = true
+	return s, []Effect{{Kind: Emit, Event: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
+}
+
+// observe applies what the driver reports about the instance.
+func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting bool) (State, []Effect) {
+	s.Addresses = st.Addresses
+	afterFailed, ours := s.afterFailedStart, s.startPending
+	s.afterFailedStart, s.startPending = false, false
+	switch st.State {
+	case drivers.StateRunning:
+		return observeRunning(cfg, s, st, now, adopting, ours, afterFailed)
+	case drivers.StateStopped:
+		if s.Running || ours || afterFailed || adopting {
+			reason := "found stopped"
+			if afterFailed {
+				reason = s.LastError
+			}
+			s = down(s)
+			fx := []Effect{{Kind: FetchOutput}}
+			s, more := charge(cfg, s, now, reason)
+			return s, append(fx, more...)
+		}
+		return s, nil
+	default:
+		// starting, restarting, paused, unknown: observed, not acted on.
+		if adopting {
+			s.Phase = PhaseAdopting
+		}
+		return s, []Effect{{Kind: ArmTimer, Timer: TimerSweep, At: now.Add(time.Second)}}
+	}
+}
+
+func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) (State, []Effect) {
+	switch {
+	case s.Running && st.StartedAt.Equal(s.StartedAt):
+		return s, nil // nothing new
+	case s.Running && !ours:
+		// Restarted by something else (SVC-9): out of rotation until it is
+		// verified healthy again.
+		fx := []Effect{{Kind: Emit, Event: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
+		s = run(cfg, s, st.StartedAt, now)
+		return s, append(fx, probeNow(s, now)...)
+	}
+	// Our own start, an adoption, or a failed start that something else
+	// fixed (charge nothing, SVC-8).
+	_ = afterFailed
+	s = run(cfg, s, st.StartedAt, now)
+	var fx []Effect
+	if adopting {
+		fx = append(fx, Effect{Kind: StartWatch})
+	}
+	return s, append(fx, probeNow(s, now)...)
+}
+
+// run records a running instance whose run began at startedAt.
+func run(cfg Config, s State, startedAt, now time.Time) State {
+	s.Running, s.StartedAt = true, startedAt
+	s.Health = probe.NewTracker(cfg.Probe, startedAt)
+	s.InRotation, s.ServingSince = false, time.Time{}
+	s.Phase = PhaseProbing
+	if !cfg.Probe.Enabled() {
+		s.Phase, s.InRotation, s.ServingSince = PhaseServing, true, now
+	}
+	return s
+}
+
+func probeNow(s State, now time.Time) []Effect {
+	if !s.Health.Config.Enabled() || s.probing {
+		return nil
+	}
+	return []Effect{{Kind: ArmTimer, Timer: TimerProbe, At: probe.NextProbe(s.Health, now)}}
+}
+
+// down marks the instance not running and out of rotation.
+func down(s State) State {
+	s.Running, s.InRotation, s.ServingSince = false, false, time.Time{}
+	if s.Phase != PhaseFailed {
+		s.Phase = PhaseDown
+	}
+	return s
+}
+
+func exited(cfg Config, s State, e Exited, now time.Time) (State, []Effect) {
+	if !s.Running || s.Op == OpStop {
+		return s, nil // already known, or the end of our own stop
+	}
+	ex := e.Exit
+	s.LastExit = &ex
+	s = down(s)
+	fx := []Effect{{Kind: FetchOutput}}
+	if s.Op == OpInspect {
+		s.startPending = false
+	}
+	s, more := chargeExit(cfg, s, ex, now)
+	return s, append(fx, more...)
+}
+
+func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []Effect) {
+	reason := fmt.Sprintf("exited with code %d", ex.ExitCode)
+	if ex.Signal != "" {
+		reason = "killed by signal " + ex.Signal
+	}
+	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
+		s.Phase = PhaseFailed
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: "exited cleanly; restart policy on-failure leaves it down"}}
+	}
+	return charge(cfg, s, now, reason)
+}
+
+// charge counts one failure against the restart policy and the ladder and
+// sets when the next attempt may run (SUP-10, SUP-12, SUP-16).
+func charge(cfg Config, s State, now time.Time, reason string) (State, []Effect) {
+	if cfg.Policy.Condition == "none" {
+		s.Phase = PhaseFailed
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: "restart policy none leaves it down: " + reason}}
+	}
+	if limit(cfg.Policy, &s, now) {
+		s.Phase = PhaseFailed
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelError, Message: "restart limit reached: " + reason}}
+	}
+	var d ladder.Decision
+	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)
+	s.HasEntry = true
+	s.NextAttempt = d.At
+	msg := fmt.Sprintf("%s; failure %d, next attempt %s", reason, d.Failures, d.At.UTC().Format(time.RFC3339))
+	return s, []Effect{{Kind: Emit, Event: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: msg}}
+}
+
+// limit applies max_attempts within window (SUP-16).
+func limit(p Policy, s *State, now time.Time) bool {
+	if p.MaxAttempts <= 0 {
+		return false
+	}
+	keep := s.Attempts[:0:0]
+	for _, t := range s.Attempts {
+		if p.Window <= 0 || now.Sub(t) < p.Window {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) >= p.MaxAttempts {
+		s.Attempts = keep
+		return true
+	}
+	s.Attempts = append(keep, now)
+	return false
+}
+
+func probed(cfg Config, s State, e Probed, now time.Time) (State, []Effect) {
+	s.probing = false
+	if !s.Running || s.Op == OpStop || e.Result.At.Before(s.StartedAt) {
+		return s, nil
+	}
+	s.Health, _ = probe.Observe(s.Health, e.Result, now)
+	var fx []Effect
+	switch s.Health.Status {
+	case probe.StatusHealthy:
+		s.HealthRestarts = 0
+		if !s.InRotation {
+			s.InRotation, s.ServingSince = true, now
+		}
+		s.Phase = PhaseServing
+		s, fx = observeStable(cfg, s, now, true)
+	case probe.StatusUnhealthy:
+		s.InRotation, s.ServingSince = false, time.Time{}
+		s.Phase = PhaseUnhealthy
+		s, fx = observeStable(cfg, s, now, false)
+		if s.Health.UnhealthyObservations >= threshold(cfg.Policy) {
+			s, more := healthRestart(cfg, s, now)
+			return s, append(fx, more...)
+		}
+	}
+	return s, append(fx, probeNow(s, now)...)
+}
+
+func threshold(p Policy) int {
+	if p.UnhealthyThreshold > 0 {
+		return p.UnhealthyThreshold
+	}
+	return probe.RestartThreshold
+}
+
+// healthRestart restarts an unhealthy instance, or asks for a fresh one
+// after too many restarts that did not make it healthy (SUP-15).
+func healthRestart(cfg Config, s State, now time.Time) (State, []Effect) {
+	if cfg.Policy.Condition == "none" {
+		return s, nil // never restarted: it stays up, out of rotation
+	}
+	if s.HealthRestarts >= cfg.Policy.RestartsBeforeReplace {
+		s.Replace = true
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaReplaced, Level: messages.LevelWarn,
+			Message: fmt.Sprintf("restarted %d times for being unhealthy without becoming healthy; replacing it", s.HealthRestarts)}}
+	}
+	s.HealthRestarts++
+	s.healthRestart = true
+	return charge(cfg, s, now, "unhealthy: "+s.Health.Last.Output)
+}
+
+// observeStable feeds the ladder's stability window (SUP-11).
+func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []Effect) {
+	if !s.HasEntry {
+		return s, nil
+	}
+	var reset bool
+	s.Entry, reset = ladder.Observe(cfg.Ladder, s.Entry, now, stable)
+	if reset {
+		s.Entry, s.HasEntry = ladder.Entry{}, false
+		return s, nil
+	}
+	if stable {
+		return s, []Effect{{Kind: ArmTimer, Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
+	}
+	return s, nil
+}
+
+func tick(cfg Config, s State, e Tick, now time.Time) (State, []Effect) {
+	switch e.Timer {
+	case TimerProbe:
+		if s.Running && s.Op == OpNone && s.Health.Config.Enabled() && !s.probing {
+			s.probing = true
+			return s, []Effect{{Kind: DoProbe}}
+		}
+	case TimerSweep:
+		if s.Op == OpNone && s.Created && s.Intent != messages.IntentRetire {
+			s.Op = OpInspect
+			return s, []Effect{{Kind: DoOp, Op: OpInspect}}
+		}
+	case TimerStable:
+		if s.Running && s.InRotation {
+			return observeStable(cfg, s, now, true)
+		}
+	}
+	return s, nil
+}
+
+func command(s State, e Command, now time.Time) (State, []Effect) {
+	prev := s.Intent
+	s.Intent = e.Intent
+	if e.Intent != messages.IntentRun {
+		s.InRotation, s.ServingSince = false, time.Time{}
+	}
+	if e.Intent == messages.IntentRun && prev != messages.IntentRun {
+		// An operator's start lifts a stop and a spent restart policy.
+		s.Attempts, s.NextAttempt = nil, now
+		if s.Phase == PhaseFailed || s.Phase == PhaseStopped {
+			s.Phase = PhaseDown
+		}
+	}
+	return s, nil
+}
+
+// retry clears the backoff and a spent restart policy (SUP-17).
+func retry(s State, now time.Time) State {
+	s.Entry, s.HasEntry = ladder.Entry{}, false
+	s.Attempts, s.NextAttempt = nil, now
+	if s.Phase == PhaseFailed {
+		s.Phase = PhaseDown
+	}
+	return s
+}
+
+// settle starts the next driver call the state calls for, if none is in
+// flight, and arms the restart timer while one is pending.
+func settle(cfg Config, s State, now time.Time) (State, []Effect) {
+	if s.Op != OpNone || s.Done || now.Before(s.retryAt) {
+		return s, nil
+	}
+	switch {
+	case s.Intent == messages.IntentRetire || s.Replace:
+		return retire(cfg, s)
+	case s.Intent == messages.IntentStop:
+		if s.Running {
+			s.Phase, s.Op = PhaseStopping, OpStop
+			return s, []Effect{{Kind: DoOp, Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		}
+		s.Phase = PhaseStopped
+		return s, nil
+	}
+	if s.Running && s.healthRestart {
+		// Kept until the stop succeeds: a stop that failed is tried again.
+		s.Phase, s.Op = PhaseStopping, OpStop
+		return s, []Effect{{Kind: DoOp, Op: OpStop, Grace: cfg.Policy.StopGrace}}
+	}
+	if s.Running {
+		return s, append(sweep(cfg, now), keepProbing(s, now)...)
+	}
+	if s.Phase == PhaseFailed || s.Phase == PhaseAdopting {
+		return s, nil
+	}
+	if now.Before(s.NextAttempt) {
+		s.Phase = PhaseDown
+		return s, []Effect{{Kind: ArmTimer, Timer: TimerRestart, At: s.NextAttempt}}
+	}
+	if !s.Created {
+		s.Phase, s.Op = PhaseCreating, OpCreate
+		return s, []Effect{{Kind: DoOp, Op: OpCreate}}
+	}
+	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) {
+		s.Restarts++
+	}
+	s.Phase, s.Op = PhaseStarting, OpStart
+	return s, []Effect{{Kind: DoOp, Op: OpStart}}
+}
+
+// keepProbing keeps a probe armed while the instance runs: a probe due
+// while a driver call was in flight is not lost.
+func keepProbing(s State, now time.Time) []Effect {
+	if !s.Health.Config.Enabled() || s.probing {
+		return nil
+	}
+	return []Effect{{Kind: ArmTimer, Timer: TimerProbe, At: probe.NextProbe(s.Health, now), Keep: true}}
+}
+
+// sweep keeps a periodic inspection of a running instance armed, which
+// catches a start time that changed behind engenho's back (SVC-9).
+func sweep(cfg Config, now time.Time) []Effect {
+	if cfg.Policy.Sweep <= 0 {
+		return nil
+	}
+	return []Effect{{Kind: ArmTimer, Timer: TimerSweep, At: now.Add(cfg.Policy.Sweep), Keep: true}}
+}
+
+// retire stops and deletes the instance, then ends the actor (SVC-16).
+func retire(cfg Config, s State) (State, []Effect) {
+	s.InRotation = false
+	switch {
+	case s.Running:
+		s.Phase, s.Op = PhaseRetiring, OpStop
+		return s, []Effect{{Kind: DoOp, Op: OpStop, Grace: cfg.Policy.StopGrace}}
+	case s.Created:
+		s.Phase, s.Op = PhaseRetiring, OpDelete
+		return s, []Effect{{Kind: DoOp, Op: OpDelete}}
+	}
+	s.Phase, s.Done = PhaseGone, true
+	return s, []Effect{{Kind: End}}
+}

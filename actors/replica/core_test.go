@@ -1,0 +1,471 @@
+package replica
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/runtime/probe"
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testConfig(hc bool) Config {
+	c := Config{
+		Ladder: ladder.Default(),
+		Policy: Policy{Condition: "any", UnhealthyThreshold: 2, RestartsBeforeReplace: 3, StopGrace: time.Second, Sweep: 30 * time.Second, TransientRetry: 5 * time.Second},
+	}
+	if hc {
+		c.Probe = probe.Config{Kind: probe.KindExec, Command: []string{"true"}, Interval: 10 * time.Second, Timeout: time.Second, Retries: 1, StartInterval: time.Second}.WithDefaults()
+	}
+	return c
+}
+
+// sim drives the pure core the way the actor shell does.
+type sim struct {
+	t   *testing.T
+	cfg Config
+	s   State
+	now time.Time
+	fx  []Effect
+}
+
+func newSim(t *testing.T, hc bool) *sim {
+	return &sim{t: t, cfg: testConfig(hc), s: State{Intent: messages.IntentRun}, now: t0}
+}
+
+func (m *sim) do(e Event) *sim {
+	m.t.Helper()
+	m.s, m.fx = Step(m.cfg, m.s, e, m.now)
+	return m
+}
+
+func (m *sim) wantOp(op Op) *sim {
+	m.t.Helper()
+	if m.s.Op != op {
+		m.t.Fatalf("op %q, want %q (phase %s, effects %+v)", m.s.Op, op, m.s.Phase, m.fx)
+	}
+	return m
+}
+
+func (m *sim) wantPhase(p Phase, inRotation bool) *sim {
+	m.t.Helper()
+	if m.s.Phase != p || m.s.InRotation != inRotation {
+		m.t.Fatalf("phase %s rotation %v, want %s %v", m.s.Phase, m.s.InRotation, p, inRotation)
+	}
+	return m
+}
+
+func (m *sim) wantEvent(kind string) *sim {
+	m.t.Helper()
+	for _, f := range m.fx {
+		if f.Kind == Emit && f.Event == kind {
+			return m
+		}
+	}
+	m.t.Fatalf("no %s event in %+v", kind, m.fx)
+	return m
+}
+
+func (m *sim) timer(kind TimerKind) time.Time {
+	m.t.Helper()
+	for _, f := range m.fx {
+		if f.Kind == ArmTimer && f.Timer == kind {
+			return f.At
+		}
+	}
+	m.t.Fatalf("no %s timer in %+v", kind, m.fx)
+	return time.Time{}
+}
+
+func running(at time.Time) drivers.Status {
+	return drivers.Status{State: drivers.StateRunning, StartedAt: at, Addresses: map[int]string{80: "127.0.0.1:4000"}}
+}
+
+func result(o probe.Outcome, at time.Time) Probed {
+	return Probed{Result: probe.Result{Outcome: o, At: at, Output: o.String()}}
+}
+
+// boot takes a fresh replica to running and probing.
+func (m *sim) boot() *sim {
+	m.do(Begin{}).wantOp(OpCreate)
+	m.do(OpDone{Op: OpCreate}).wantOp(OpStart)
+	m.do(OpDone{Op: OpStart}).wantOp(OpInspect)
+	return m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantOp(OpNone)
+}
+
+// SVC-6: creating → starting → probing → serving, in rotation only once
+// healthy.
+func TestSVC6LifecycleToServing(t *testing.T) {
+	m := newSim(t, true).boot().wantPhase(PhaseProbing, false)
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+}
+
+// SVC-6: with no healthcheck a replica is in rotation while its process runs.
+func TestSVC6NoHealthcheckServesWhileRunning(t *testing.T) {
+	m := newSim(t, false).boot().wantPhase(PhaseServing, true)
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantPhase(PhaseStarting, false).wantOp(OpStart)
+}
+
+// SUP-14: 2 consecutive unhealthy observations before a restart; probe
+// errors change nothing.
+func TestSUP14UnhealthyThreshold(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+	m.now = m.now.Add(10 * time.Second)
+	m.do(result(probe.Unhealthy, m.now)).wantPhase(PhaseUnhealthy, false).wantOp(OpNone)
+	m.do(result(probe.Error, m.now)).wantPhase(PhaseUnhealthy, false).wantOp(OpNone)
+	m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop).wantEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpStop}).wantOp(OpStart)
+}
+
+// SUP-14: results while starting (inside the start period) never count.
+func TestSUP14StartingNeverCounts(t *testing.T) {
+	m := newSim(t, true)
+	m.cfg.Probe.StartPeriod = time.Minute
+	m.boot()
+	for i := 0; i < 10; i++ {
+		m.now = m.now.Add(time.Second)
+		m.do(result(probe.Unhealthy, m.now)).wantPhase(PhaseProbing, false).wantOp(OpNone)
+	}
+}
+
+// SUP-15: restarted 3 times for being unhealthy without becoming healthy,
+// the replica asks for a fresh instance.
+func TestSUP15ReplaceAfterThreeHealthRestarts(t *testing.T) {
+	m := newSim(t, true)
+	m.cfg.Ladder.Immediate = 10
+	m.boot()
+	for i := 0; i < 3; i++ {
+		m.do(result(probe.Unhealthy, m.now))
+		m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop)
+		m.do(OpDone{Op: OpStop}).wantOp(OpStart)
+		m.do(OpDone{Op: OpStart})
+		m.now = m.now.Add(time.Second)
+		m.do(OpDone{Op: OpInspect, Status: running(m.now)})
+	}
+	m.do(result(probe.Unhealthy, m.now))
+	m.do(result(probe.Unhealthy, m.now)).wantEvent(messages.KindReplicaReplaced).wantOp(OpStop)
+	if !m.s.Replace {
+		t.Fatal("not marked for replacement")
+	}
+	m.do(OpDone{Op: OpStop}).wantOp(OpDelete)
+	m.do(OpDone{Op: OpDelete}).wantPhase(PhaseGone, false)
+	if m.fx[len(m.fx)-1].Kind != End {
+		t.Fatalf("no End effect: %+v", m.fx)
+	}
+}
+
+// SUP-10, SUP-12: a workload that dies right after every successful start
+// climbs the ladder: 3 at once, then 1m, 2m.
+func TestSUP12DyingAfterEveryStartClimbsTheLadder(t *testing.T) {
+	m := newSim(t, false).boot()
+	var waits []time.Duration
+	for i := 0; i < 5; i++ {
+		m.do(Exited{Exit: drivers.Exit{ExitCode: 1}})
+		if m.s.Op == OpStart {
+			waits = append(waits, 0)
+		} else {
+			at := m.timer(TimerRestart)
+			waits = append(waits, at.Sub(m.now))
+			m.now = at
+			m.do(Tick{Timer: TimerRestart}).wantOp(OpStart)
+		}
+		m.do(OpDone{Op: OpStart})
+		m.now = m.now.Add(time.Second)
+		m.do(OpDone{Op: OpInspect, Status: running(m.now)})
+	}
+	want := fmt.Sprint([]time.Duration{0, 0, 0, time.Minute, 2 * time.Minute})
+	if fmt.Sprint(waits) != want {
+		t.Fatalf("waits %v, want %s", waits, want)
+	}
+	if m.s.Restarts != 5 {
+		t.Fatalf("restarts %d", m.s.Restarts)
+	}
+}
+
+// SUP-11: 5m continuously healthy and in rotation drops the ledger entry.
+func TestSUP11StableWindowDropsEntry(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now))
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantOp(OpStart)
+	m.do(OpDone{Op: OpStart})
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)})
+	m.do(result(probe.Healthy, m.now))
+	at := m.timer(TimerStable)
+	if !m.s.HasEntry || at.Sub(m.now) != 5*time.Minute {
+		t.Fatalf("entry %v stable timer at +%s", m.s.HasEntry, at.Sub(m.now))
+	}
+	m.now = at
+	m.do(Tick{Timer: TimerStable})
+	if m.s.HasEntry {
+		t.Fatal("entry kept after 5m stable")
+	}
+}
+
+// SUP-16: restart policy none leaves a dead replica down; on-failure leaves
+// a clean exit down; max_attempts within window is a limit.
+func TestSUP16RestartPolicy(t *testing.T) {
+	m := newSim(t, false)
+	m.cfg.Policy.Condition = "none"
+	m.boot().do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantPhase(PhaseFailed, false).wantOp(OpNone).wantEvent(messages.KindReplicaLimit)
+
+	m = newSim(t, false)
+	m.cfg.Policy.Condition = "on-failure"
+	m.boot().do(Exited{Exit: drivers.Exit{ExitCode: 0}}).wantPhase(PhaseFailed, false).wantOp(OpNone)
+
+	m = newSim(t, false)
+	m.cfg.Policy.MaxAttempts, m.cfg.Policy.Window = 2, time.Minute
+	m.boot()
+	for i := 0; i < 2; i++ {
+		m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantOp(OpStart)
+		m.do(OpDone{Op: OpStart})
+		m.do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Duration(i+1) * time.Second))})
+	}
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantPhase(PhaseFailed, false).wantEvent(messages.KindReplicaLimit)
+	// An operator's retry clears the backoff and the spent policy (SUP-17).
+	m.do(messages.ReplicaRetry{}).wantOp(OpStart)
+	if m.s.HasEntry {
+		t.Fatal("retry kept the ledger")
+	}
+	m.do(OpDone{Op: OpStart}).do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Hour))})
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).do(OpDone{Op: OpStart}).do(OpDone{Op: OpInspect, Status: running(m.now.Add(2 * time.Hour))})
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).do(OpDone{Op: OpStart}).do(OpDone{Op: OpInspect, Status: running(m.now.Add(3 * time.Hour))})
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantPhase(PhaseFailed, false)
+	// An operator's start lifts the limit.
+	m.do(Command{Intent: messages.IntentStop}).do(Command{Intent: messages.IntentRun}).wantOp(OpStart)
+}
+
+// SVC-8: a transient inspect error changes nothing; after a failed start, an
+// instance that runs anyway is charged nothing; a missing one is replaced.
+func TestSVC8ConservativeRecovery(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now))
+	before := m.s
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Err: drivers.Errorf("fake", "inspect", "x", drivers.ErrTransient, "")}).wantPhase(PhaseServing, true).wantOp(OpNone)
+	if m.s.HasEntry != before.HasEntry || m.s.Restarts != before.Restarts {
+		t.Fatal("transient error changed the ledger")
+	}
+
+	m = newSim(t, false)
+	m.do(Begin{}).do(OpDone{Op: OpCreate})
+	m.do(OpDone{Op: OpStart, Err: drivers.Errorf("fake", "start", "x", drivers.ErrInvalid, "boom")}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseServing, true)
+	if m.s.HasEntry {
+		t.Fatal("a failed start that something else fixed was charged")
+	}
+
+	m = newSim(t, true).boot()
+	m.do(Tick{Timer: TimerSweep})
+	m.do(OpDone{Op: OpInspect, Err: drivers.Errorf("fake", "inspect", "x", drivers.ErrNotFound, "")}).wantEvent(messages.KindReplicaReplaced)
+	if !m.s.Replace || m.s.InRotation || m.s.Op == OpCreate {
+		t.Fatalf("missing instance: replace %v rotation %v op %s", m.s.Replace, m.s.InRotation, m.s.Op)
+	}
+}
+
+// SVC-8: transitional states are observed, not acted on.
+func TestSVC8TransitionalObserved(t *testing.T) {
+	m := newSim(t, true)
+	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRestarting}}).wantPhase(PhaseAdopting, false).wantOp(OpNone)
+	m.now = m.timer(TimerSweep)
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseProbing, false)
+}
+
+// SVC-9: a start time that changed behind engenho's back takes the replica
+// out of rotation until it is verified healthy again.
+func TestSVC9StartTimeChanged(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+	m.now = m.now.Add(time.Minute)
+	m.do(Tick{Timer: TimerSweep})
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseProbing, false).wantEvent(messages.KindReplicaRestarted)
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+}
+
+// SVC-10: a stopped intent stops the instance without deleting it, never
+// restarts it, stops it when found running; start lifts it.
+func TestSVC10StoppedIntent(t *testing.T) {
+	m := newSim(t, false).boot()
+	m.do(Command{Intent: messages.IntentStop}).wantOp(OpStop).wantPhase(PhaseStopping, false)
+	m.do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false).wantOp(OpNone)
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantOp(OpStop)
+	m.do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false)
+	m.do(Command{Intent: messages.IntentRun}).wantOp(OpStart)
+}
+
+// SVC-16: retiring stops, then deletes, then ends.
+func TestSVC16Retire(t *testing.T) {
+	m := newSim(t, false).boot()
+	m.do(Command{Intent: messages.IntentRetire}).wantOp(OpStop).wantPhase(PhaseRetiring, false)
+	m.do(OpDone{Op: OpStop}).wantOp(OpDelete)
+	m.do(OpDone{Op: OpDelete}).wantPhase(PhaseGone, false)
+}
+
+// SUP-9, DMN-9: an adopted running instance is probed, never started.
+func TestSUP9AdoptionNeverRestarts(t *testing.T) {
+	m := newSim(t, true)
+	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour)}}).wantPhase(PhaseProbing, false).wantOp(OpNone)
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+	for _, f := range m.fx {
+		if f.Kind == DoOp {
+			t.Fatalf("adoption made a driver call: %+v", f)
+		}
+	}
+}
+
+// Properties over random event sequences: at most one driver call at a
+// time, in rotation only while running, nothing started against a stop or
+// retire intent, and a failed replica starts only after an operator's start.
+func TestReplicaProperties(t *testing.T) {
+	ops := []Op{OpCreate, OpStart, OpStop, OpDelete, OpInspect}
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := testConfig(rapid.Bool().Draw(t, "hc"))
+		cfg.Policy.Condition = rapid.SampledFrom([]string{"any", "on-failure", "none"}).Draw(t, "cond")
+		s := State{Intent: messages.IntentRun}
+		now := t0
+		s, _ = Step(cfg, s, Begin{}, now)
+		probeInFlight := false
+		for i := 0; i < 80; i++ {
+			now = now.Add(time.Duration(rapid.IntRange(0, 120).Draw(t, "wait")) * time.Second)
+			var e Event
+			switch rapid.IntRange(0, 6).Draw(t, "event") {
+			case 0:
+				var err error
+				if rapid.Bool().Draw(t, "fail") {
+					err = drivers.Errorf("fake", "x", "x", rapid.SampledFrom([]error{drivers.ErrTransient, drivers.ErrNotFound, drivers.ErrInvalid}).Draw(t, "kind"), "")
+				}
+				st := drivers.Status{State: rapid.SampledFrom([]drivers.State{drivers.StateRunning, drivers.StateStopped, drivers.StateStarting}).Draw(t, "state"), StartedAt: now}
+				e = OpDone{Op: rapid.SampledFrom(ops).Draw(t, "op"), Err: err, Status: st}
+			case 1:
+				e = Exited{Exit: drivers.Exit{ExitCode: rapid.IntRange(0, 2).Draw(t, "code")}}
+			case 2:
+				e = result(rapid.SampledFrom([]probe.Outcome{probe.Healthy, probe.Unhealthy, probe.Error}).Draw(t, "outcome"), now)
+			case 3, 4:
+				e = Tick{Timer: rapid.SampledFrom([]string{TimerRestart, TimerProbe, TimerSweep, TimerStable}).Draw(t, "timer")}
+			default:
+				e = Command{Intent: rapid.SampledFrom([]messages.Intent{messages.IntentRun, messages.IntentStop, messages.IntentRetire}).Draw(t, "intent")}
+			}
+			prev := s
+			var fx []Effect
+			s, fx = Step(cfg, s, e, now)
+			if _, ok := e.(Probed); ok {
+				probeInFlight = false
+			}
+			if n := countKind(fx, DoProbe); n > 1 || (n == 1 && probeInFlight) {
+				t.Fatalf("a second probe started while one runs (after %T)", e)
+			} else if n == 1 {
+				probeInFlight = true
+			}
+			calls := 0
+			for _, f := range fx {
+				if f.Kind != DoOp {
+					continue
+				}
+				calls++
+				if f.Op == OpStart && s.Intent != messages.IntentRun {
+					t.Fatalf("start against intent %s", s.Intent)
+				}
+				if f.Op == OpStart && prev.Phase == PhaseFailed {
+					if c, ok := e.(Command); !ok || c.Intent != messages.IntentRun {
+						t.Fatalf("failed replica started by %T", e)
+					}
+				}
+			}
+			if calls > 1 || (calls == 1 && prev.Op != OpNone && prev.Op == s.Op && !isDone(e, prev.Op)) {
+				t.Fatalf("%d driver calls, op in flight %q -> %q after %T", calls, prev.Op, s.Op, e)
+			}
+			if s.InRotation && !s.Running {
+				t.Fatalf("in rotation while not running (phase %s)", s.Phase)
+			}
+			if s.Done {
+				return
+			}
+		}
+	})
+}
+
+func isDone(e Event, op Op) bool {
+	d, ok := e.(OpDone)
+	return ok && d.Op == op
+}
+
+// SUP-14, SVC-8: a restart for being unhealthy whose stop fails is tried
+// again after the retry wait, never at once and never forgotten.
+func TestSUP14FailedStopOfHealthRestartRetried(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now))
+	m.do(result(probe.Unhealthy, m.now))
+	m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop)
+	m.do(OpDone{Op: OpStop, Err: drivers.Errorf("fake", "stop", "x", drivers.ErrTransient, "")}).wantOp(OpNone)
+	at := m.timer(TimerSweep)
+	m.now = at
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: running(t0)}).wantOp(OpStop)
+	m.do(OpDone{Op: OpStop}).wantOp(OpStart)
+}
+
+// SVC-7: a probe that fell due while a driver call was in flight is armed
+// again when the call ends, so probing never stops.
+func TestSVC7ProbeKeptArmedAcrossDriverCalls(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now))
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Timer: TimerProbe}) // due during the inspection: skipped
+	m.do(OpDone{Op: OpInspect, Status: running(t0)})
+	m.timer(TimerProbe)
+}
+
+// SVC-7: one probe at a time. While a probe runs no probe timer is armed and
+// a stray probe tick starts none; the next is armed when the result comes.
+// (A shell that re-armed at "now" while the result was pending started
+// probes in a tight loop and ran out of file descriptors.)
+func TestSVC7OneProbeInFlight(t *testing.T) {
+	m := newSim(t, true).boot()
+	m.do(Tick{Timer: TimerProbe})
+	if countKind(m.fx, DoProbe) != 1 {
+		t.Fatalf("first probe tick: effects %+v", m.fx)
+	}
+	if hasTimer(m.fx, TimerProbe) {
+		t.Fatalf("a probe timer armed while the probe runs: %+v", m.fx)
+	}
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: running(t0)})
+	if hasTimer(m.fx, TimerProbe) {
+		t.Fatalf("settle armed a probe while one runs: %+v", m.fx)
+	}
+	m.do(Tick{Timer: TimerProbe})
+	if countKind(m.fx, DoProbe) != 0 {
+		t.Fatalf("second probe started while the first runs: %+v", m.fx)
+	}
+	m.now = m.now.Add(300 * time.Millisecond)
+	m.do(result(probe.Healthy, m.now))
+	if at := m.timer(TimerProbe); !at.Equal(m.now.Add(m.cfg.Probe.Interval)) {
+		t.Fatalf("next probe at %v, want interval after the result (%v)", at, m.now.Add(m.cfg.Probe.Interval))
+	}
+}
+
+func countKind(fx []Effect, k EffectKind) int {
+	n := 0
+	for _, f := range fx {
+		if f.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func hasTimer(fx []Effect, kind TimerKind) bool {
+	for _, f := range fx {
+		if f.Kind == ArmTimer && f.Timer == kind {
+			return true
+		}
+	}
+	return false
+}

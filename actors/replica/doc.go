@@ -1,0 +1,7 @@
+// Package replica is the replica actor: it owns one workload instance, from
+// creation to deletion, and keeps it running and probed (spec SVC-6..SVC-11,
+// SUP-12..SUP-16). Its decisions are a pure state machine (core.go):
+// Step(config, state, event, now) returns the new state and the effects the
+// actor shell performs: driver calls in goroutines bounded by the step
+// timeout, probes, timers on the clock, watches and events.
+package replica

@@ -1,0 +1,658 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/replica"
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/balancer"
+	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/runtime/probe"
+	"github.com/engenho/engenho/runtime/stackfile"
+	"github.com/engenho/engenho/runtime/status"
+)
+
+// Store is the journal as a service uses it: rollout progress and failed
+// revisions (SVC-14). Writes are synced before they return.
+type Store interface {
+	FailedRevisions(stack, service string) (map[string]bool, error)
+	MarkFailed(stack, service, deployment, revision string) error
+	SaveProgress(stack, service, deployment, revision string, done []int) error
+}
+
+// Env is what a service actor uses of the node.
+type Env struct {
+	Driver   func(name string) (drivers.Driver, bool)
+	Balancer *balancer.Balancer
+	Events   replica.Emitter
+	Board    *status.Board
+	Store    Store
+	// Bin is the engenho binary, for ${ENGENHO_BIN} in commands.
+	Bin         string
+	StepTimeout time.Duration
+	Sweep       time.Duration
+	OutputLines int
+}
+
+// Actor is the service actor.
+type Actor struct {
+	h     *supervise.Handle
+	env   Env
+	kids  *supervise.Children
+	stack string
+	name  string
+
+	defs    map[string]stackfile.Service // by effective revision
+	current messages.ServiceRevision
+	drv     drivers.Driver
+	prober  *probe.Prober
+
+	s       State
+	alarm   Alarm
+	deps    map[string]messages.DependencyStatus
+	views   map[string]messages.ReplicaStatus // last report of each replica
+	removed bool
+
+	planQueued bool
+	wakeAt     time.Time
+	wake       clock.Timer
+	wakeSeq    uint64
+	ports      []portBinding
+	rotation   map[string]string // port name -> last backends, to skip no-op updates
+	lastSum    messages.ServiceSummary
+	ctx        context.Context
+	cancel     context.CancelFunc
+}
+
+type portBinding struct {
+	name   string
+	listen string
+	target int
+}
+
+// Produce returns the producer of a service actor; def is its first
+// definition, stopped its durable intent.
+func Produce(env Env, def messages.ServiceDefinition, stopped bool) supervise.Producer {
+	return func(h *supervise.Handle) actor.Receiver {
+		a := &Actor{h: h, env: env, stack: def.Stack, name: def.Current.Definition.Name,
+			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{},
+			deps: map[string]messages.DependencyStatus{}, rotation: map[string]string{}}
+		a.s = State{Replicas: map[string]Replica{}, Failed: map[string]bool{}, Stopped: stopped}
+		a.define(def)
+		return a
+	}
+}
+
+func (a *Actor) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Started:
+		a.start()
+	case actor.Stopped:
+		a.stopped()
+	case messages.ServiceListed:
+		a.adopt(m)
+	case messages.ServiceRelist:
+		a.list()
+	case messages.ReplicaStatus:
+		a.replicaReport(m)
+	case messages.ChildExited:
+		a.childExited(m)
+	case messages.ServicePlan:
+		a.planQueued = false
+		a.plan()
+	case messages.ServiceWake:
+		if m.Seq == a.wakeSeq {
+			a.wakeAt = time.Time{}
+			a.plan()
+		}
+	case messages.ServiceDefinition:
+		fresh := m.Current.Deployment != a.current.Deployment
+		a.define(m)
+		if fresh {
+			a.retry() // a new deployment clears the backoff (SUP-17)
+		}
+		a.planSoon()
+	case messages.ServiceIntent:
+		a.intent(m)
+	case messages.ServiceRetry:
+		a.retry()
+	case messages.ServiceRemove:
+		a.remove()
+	case messages.DependencyStatus:
+		a.deps[m.Service] = m
+		a.planSoon()
+	case messages.ServiceDrained:
+		if pid := a.kids.PID(childName(a.s.Replicas[m.ID])); pid != nil {
+			c.Send(pid, messages.ReplicaCommand{Intent: messages.IntentRetire})
+		}
+	}
+}
+
+// define takes a definition from the stack.
+func (a *Actor) define(def messages.ServiceDefinition) {
+	a.current = def.Current
+	a.defs[def.Current.Revision] = def.Current.Definition
+	var prev *Target
+	if def.Previous != nil {
+		a.defs[def.Previous.Revision] = def.Previous.Definition
+		t := targetOf(*def.Previous)
+		prev = &t
+	}
+	a.s = SetTarget(a.s, targetOf(def.Current), prev)
+	if len(a.current.Definition.DependsOn) == 0 {
+		a.s.DepsMet = true
+	}
+}
+
+func (a *Actor) start() {
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.kids = a.h.Supervise(supervise.Options{})
+	drv, ok := a.env.Driver(a.current.Definition.Driver)
+	if !ok {
+		a.h.Exit(messages.ExitError, fmt.Errorf("service %s/%s: driver %q is not available", a.stack, a.name, a.current.Definition.Driver))
+		return
+	}
+	a.drv, a.prober = drv, probe.NewProber(drv, a.h.Clock())
+	if failed, err := a.env.Store.FailedRevisions(a.stack, a.name); err == nil {
+		for k := range failed {
+			a.s.Failed[k] = true
+		}
+	} else {
+		a.h.Log().Warn().Err(err).Msg("reading failed revisions")
+	}
+	a.openPorts()
+	a.list()
+	a.publish()
+}
+
+func (a *Actor) stopped() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.wake != nil {
+		a.wake.Stop()
+	}
+}
+
+// list asks the driver for the instances of this service (SUP-9).
+func (a *Actor) list() {
+	drv, self, eng := a.drv, a.h.PID(), a.h.Engine()
+	sel := drivers.Labels{drivers.LabelStack: a.stack, drivers.LabelService: a.name}
+	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, stepTimeout(a.current.Definition, a.env))
+	go func() {
+		defer cancel()
+		found, err := drv.List(ctx, sel)
+		eng.Send(self, messages.ServiceListed{Instances: found, Err: err})
+	}()
+}
+
+// adopt spawns a replica actor for every instance the driver listed; no
+// healthy one is restarted (SUP-9, DMN-9).
+func (a *Actor) adopt(m messages.ServiceListed) {
+	if a.s.Adopted {
+		return
+	}
+	if m.Err != nil {
+		a.h.Log().Warn().Err(m.Err).Msg("listing instances failed; retrying in 1s")
+		self, eng := a.h.PID(), a.h.Engine()
+		a.h.Clock().AfterFunc(time.Second, func() { eng.Send(self, messages.ServiceRelist{}) })
+		return
+	}
+	for _, st := range m.Instances {
+		if st.Labels[stackfile.LabelSidecar] != "" {
+			continue
+		}
+		a.adoptOne(st)
+	}
+	a.s.Adopted = true
+	a.plan()
+}
+
+func (a *Actor) adoptOne(st drivers.Status) {
+	slot, err := strconv.Atoi(st.Labels[drivers.LabelSlot])
+	prefix := stackfile.InstanceName(a.stack, a.name, slot, "")
+	id := strings.TrimPrefix(st.Name, prefix)
+	if err != nil || slot < 1 || !stackfile.ValidInstanceID(id) {
+		a.h.Log().Warn().Str("instance", st.Name).Msg("instance with our labels but not our name; left alone")
+		return
+	}
+	rev, dep := st.Labels[drivers.LabelRevision], st.Labels[drivers.LabelDeployment]
+	def, ok := a.defs[rev]
+	if !ok {
+		def = a.current.Definition // an old revision: replaced by the rollout
+	}
+	r := Replica{ID: id, Slot: slot, Revision: rev, Deployment: dep, Phase: "adopting", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
+	a.spawnReplica(r, def, replica.Params{Adopt: &st}, addrPorts(st.Addresses))
+}
+
+func (a *Actor) wantIntent() messages.Intent {
+	if a.s.Stopped {
+		return messages.IntentStop
+	}
+	return messages.IntentRun
+}
+
+func addrPorts(addrs map[int]string) map[int]int {
+	out := map[int]int{}
+	for target, addr := range addrs {
+		if _, p, err := net.SplitHostPort(addr); err == nil {
+			out[target], _ = strconv.Atoi(p)
+		}
+	}
+	return out
+}
+
+// spawnReplica starts the actor of one instance. The producer runs again
+// if the actor is restarted; it then inspects the instance it owns and
+// carries the slot's ledger over (SUP-9).
+func (a *Actor) spawnReplica(r Replica, def stackfile.Service, p replica.Params, hostPorts map[int]int) {
+	inst := stackfile.Instance{Stack: a.stack, Slot: r.Slot, ID: r.ID, Deployment: r.Deployment, HostPorts: hostPorts, Bin: a.env.Bin}
+	p.Stack, p.Service, p.Slot, p.ID = a.stack, a.name, r.Slot, r.ID
+	p.Revision, p.Deployment, p.Intent = r.Revision, r.Deployment, r.Intent
+	p.Spec = stackfile.InstanceSpec(def, inst)
+	p.Spec.Labels[drivers.LabelRevision] = r.Revision // the effective revision
+	p.Config = replicaConfig(def, a.env)
+	renv := replica.Env{Driver: a.drv, Prober: a.prober, Events: a.env.Events, Board: a.env.Board,
+		StepTimeout: stepTimeout(def, a.env), OutputLines: a.env.OutputLines}
+	incarnation := 0
+	produce := func(h *supervise.Handle) actor.Receiver {
+		incarnation++
+		q := p
+		if incarnation > 1 {
+			last := a.views[r.ID]
+			q.Adopt, q.Existing, q.Ledger, q.HasLedger = nil, true, last.Ledger, last.HasLedger
+			q.Intent = a.s.Replicas[r.ID].Intent
+			if a.s.Replicas[r.ID].Retiring {
+				q.Intent = messages.IntentRetire
+			}
+		}
+		return replica.Produce(renv, q)(h)
+	}
+	a.s.Replicas[r.ID] = r
+	if err := a.kids.Start(supervise.ChildSpec{Name: childName(r), Produce: produce, Restart: supervise.Transient}); err != nil {
+		a.h.Log().Error().Err(err).Msg("starting replica actor")
+	}
+}
+
+// stepTimeout bounds one driver call of the service (SVC-11): its own
+// x-engenho.step_timeout, else the node's.
+func stepTimeout(def stackfile.Service, env Env) time.Duration {
+	if def.Engenho.StepTimeout > 0 {
+		return def.Engenho.StepTimeout
+	}
+	return env.StepTimeout
+}
+
+func childName(r Replica) string { return "replica:" + strconv.Itoa(r.Slot) + "-" + r.ID }
+
+func (a *Actor) replicaReport(m messages.ReplicaStatus) {
+	r, ok := a.s.Replicas[m.ID]
+	if !ok {
+		return
+	}
+	a.views[m.ID] = m
+	r.Phase, r.InRotation = m.Phase, m.InRotation && !r.Retiring
+	r.Failures, r.LastError = m.Ledger.Failures, m.LastError
+	if m.Replace {
+		r.Leaving, r.InRotation = true, false
+	}
+	a.s.Replicas[m.ID] = r
+	a.planSoon()
+}
+
+func (a *Actor) childExited(m messages.ChildExited) {
+	if a.kids.Has(m.Name) {
+		return // restarted, now or later, by the supervisor
+	}
+	for id, r := range a.s.Replicas {
+		if childName(r) == m.Name {
+			delete(a.s.Replicas, id)
+			delete(a.views, id)
+			if m.Reason.Abnormal() {
+				a.env.Board.DeleteReplica(a.stack, a.name, id)
+			}
+		}
+	}
+	a.planSoon()
+}
+
+// planSoon plans once after the messages already queued (a burst of
+// replica reports costs one pass).
+func (a *Actor) planSoon() {
+	if a.planQueued {
+		return
+	}
+	a.planQueued = true
+	a.h.Engine().Send(a.h.PID(), messages.ServicePlan{})
+}
+
+func (a *Actor) plan() {
+	if a.removed {
+		a.retireAll()
+		return
+	}
+	a.s.DepsMet = a.s.DepsMet || a.depsMet()
+	var acts []Action
+	a.s, acts = Plan(a.s, a.h.Clock().Now())
+	healthy := Summarize(a.s, "").Healthy
+	var more []Action
+	a.alarm, more = a.alarm.Watch(healthy, a.s.Rollout != nil, a.h.Clock().Now(), a.current.Definition.Engenho.UnhealthyEventAfter)
+	a.perform(append(acts, more...))
+	a.updateRotation()
+	a.publish()
+}
+
+func (a *Actor) perform(acts []Action) {
+	for _, act := range acts {
+		switch act.Kind {
+		case Spawn:
+			a.spawnNew(act)
+		case Retire:
+			a.retire(act.ID)
+		case SetIntent:
+			if pid := a.kids.PID(childName(a.s.Replicas[act.ID])); pid != nil {
+				a.h.Engine().Send(pid, messages.ReplicaCommand{Intent: act.Intent})
+			}
+		case SaveProgress:
+			if err := a.env.Store.SaveProgress(a.stack, a.name, act.Target.Deployment, act.Target.Revision, act.Done); err != nil {
+				a.h.Log().Error().Err(err).Msg("saving rollout progress")
+			}
+		case MarkFailed:
+			if err := a.env.Store.MarkFailed(a.stack, a.name, act.Target.Deployment, act.Target.Revision); err != nil {
+				a.h.Log().Error().Err(err).Msg("recording a failed revision")
+			}
+		case Emit:
+			a.emit(act.Event, act.Level, act.Message)
+		case Wake:
+			a.wakeAtLatest(act.At)
+		}
+	}
+}
+
+func (a *Actor) spawnNew(act Action) {
+	def, ok := a.defs[act.Target.Revision]
+	if !ok {
+		a.h.Log().Error().Str("revision", act.Target.Revision).Msg("no definition for revision")
+		return
+	}
+	ports := map[int]int{}
+	for _, p := range def.Ports {
+		port, err := freePort()
+		if err != nil {
+			a.h.Log().Error().Err(err).Msg("allocating a host port")
+			return
+		}
+		ports[p.Target] = port
+	}
+	r := Replica{ID: newID(), Slot: act.Slot, Revision: act.Target.Revision, Deployment: act.Target.Deployment,
+		Phase: "creating", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
+	a.spawnReplica(r, def, replica.Params{}, ports)
+}
+
+// retire takes a replica out of rotation, lets its connections drain,
+// then tells it to stop and delete its instance (SVC-16).
+func (a *Actor) retire(id string) {
+	r := a.s.Replicas[id]
+	a.updateRotation()
+	var chans []<-chan struct{}
+	drain := a.current.Definition.Engenho.Drain
+	for _, p := range a.ports {
+		chans = append(chans, a.env.Balancer.Drain(p.name, id, drain))
+	}
+	self, eng := a.h.PID(), a.h.Engine()
+	if len(chans) == 0 {
+		if pid := a.kids.PID(childName(r)); pid != nil {
+			eng.Send(pid, messages.ReplicaCommand{Intent: messages.IntentRetire})
+		}
+		return
+	}
+	go func() {
+		for _, c := range chans {
+			<-c
+		}
+		eng.Send(self, messages.ServiceDrained{ID: id})
+	}()
+}
+
+func (a *Actor) wakeAtLatest(at time.Time) {
+	if !a.wakeAt.IsZero() && !at.Before(a.wakeAt) {
+		return
+	}
+	if a.wake != nil {
+		a.wake.Stop()
+	}
+	a.wakeSeq++
+	seq, self, eng := a.wakeSeq, a.h.PID(), a.h.Engine()
+	a.wakeAt = at
+	a.wake = a.h.Clock().AfterFunc(at.Sub(a.h.Clock().Now()), func() { eng.Send(self, messages.ServiceWake{Seq: seq}) })
+}
+
+func (a *Actor) intent(m messages.ServiceIntent) {
+	if a.s.Stopped == m.Stopped {
+		return
+	}
+	a.s.Stopped = m.Stopped
+	kind, msg := messages.KindServiceStarted, "started by the operator"
+	if m.Stopped {
+		kind, msg = messages.KindServiceStopped, "stopped by the operator"
+	}
+	a.emit(kind, messages.LevelInfo, msg)
+	a.planSoon()
+}
+
+func (a *Actor) retry() {
+	for _, r := range a.s.Replicas {
+		if pid := a.kids.PID(childName(r)); pid != nil {
+			a.h.Engine().Send(pid, messages.ReplicaRetry{})
+		}
+	}
+}
+
+// remove retires every instance; the actor ends once they are gone. It
+// waits for adoption first, so instances found on the driver go too.
+func (a *Actor) remove() {
+	a.removed = true
+	a.planSoon()
+}
+
+func (a *Actor) retireAll() {
+	if !a.s.Adopted {
+		return
+	}
+	for id, r := range a.s.Replicas {
+		if !r.Retiring {
+			r.Retiring, r.InRotation = true, false
+			a.s.Replicas[id] = r
+			a.retire(id)
+		}
+	}
+	a.publish()
+	if len(a.s.Replicas) > 0 {
+		return
+	}
+	for _, p := range a.ports {
+		_ = a.env.Balancer.Close(p.name)
+	}
+	a.env.Board.DeleteService(a.stack, a.name)
+	a.h.Engine().Send(a.h.Parent(), messages.ServiceSummary{Service: a.name, Gone: true})
+	a.h.Exit(messages.ExitNormal, nil)
+}
+
+func (a *Actor) depsMet() bool {
+	for _, d := range a.current.Definition.DependsOn {
+		st := a.deps[d.Service]
+		if d.Condition == stackfile.ConditionHealthy && st.Healthy == 0 || st.Running == 0 && st.Healthy == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Actor) waitingFor() string {
+	var names []string
+	for _, d := range a.current.Definition.DependsOn {
+		names = append(names, d.Service+" ("+d.Condition+")")
+	}
+	return strings.Join(names, ", ")
+}
+
+// openPorts makes sure the balancer listens on every published port. The
+// balancer belongs to the node, so a restarted service actor finds its
+// listeners still there.
+func (a *Actor) openPorts() {
+	for _, p := range a.current.Definition.Published() {
+		b := portBinding{name: fmt.Sprintf("%s/%s/%d", a.stack, a.name, p.Published), listen: p.ListenAddr(), target: p.Target}
+		a.ports = append(a.ports, b)
+		if _, ok := a.env.Balancer.Addr(b.name); ok {
+			continue
+		}
+		if err := a.env.Balancer.Listen(b.name, b.listen); err != nil {
+			a.h.Log().Error().Err(err).Str("listen", b.listen).Msg("cannot listen on a published port")
+			a.emit(messages.KindDeployFailed, messages.LevelError, err.Error())
+		}
+	}
+}
+
+// updateRotation gives the balancer the in-rotation replicas of each port.
+func (a *Actor) updateRotation() {
+	for _, p := range a.ports {
+		var bs []balancer.Backend
+		for _, r := range sorted(a.s.Replicas) {
+			if !r.serving() {
+				continue
+			}
+			if addr := a.views[r.ID].Addresses[p.target]; addr != "" {
+				bs = append(bs, balancer.Backend{ID: r.ID, Addr: addr})
+			}
+		}
+		key := fmt.Sprint(bs)
+		if a.rotation[p.name] == key {
+			continue
+		}
+		a.rotation[p.name] = key
+		if err := a.env.Balancer.SetBackends(p.name, bs); err != nil {
+			a.h.Log().Warn().Err(err).Msg("updating the balancer")
+		}
+	}
+}
+
+func (a *Actor) emit(kind string, level messages.Level, msg string) {
+	if a.env.Events == nil {
+		return
+	}
+	a.env.Events.Emit(messages.Event{UnixMs: a.h.Clock().Now().UnixMilli(), Level: level, Kind: kind,
+		Stack: a.stack, Service: a.name, Actor: a.h.Path(), Message: msg})
+}
+
+// publish puts the service's snapshot on the board and tells the stack.
+func (a *Actor) publish() {
+	sum := Summarize(a.s, a.waitingFor())
+	st := messages.ServiceStatus{
+		Stack: a.stack, Service: a.name, State: sum.State, Message: sum.Message,
+		Revision: a.s.Target.Revision, Deployment: a.s.Target.Deployment, Driver: a.current.Definition.Driver,
+		Desired: a.s.Target.Replicas, Running: sum.Running, Healthy: sum.Healthy, Stopped: a.s.Stopped,
+		Rollout: rolloutStatus(a.s), UpdatedAt: a.h.Clock().Now(),
+	}
+	if sum.State != messages.ServiceConverged {
+		st.FailureOutput = a.failureOutput()
+	}
+	for _, p := range a.ports {
+		st.Ports = append(st.Ports, messages.PortStatus{Listen: p.listen, Target: p.target})
+	}
+	a.env.Board.PutService(st)
+	a.h.SetState(string(sum.State), sum.Message)
+	s := messages.ServiceSummary{Service: a.name, State: sum.State, Running: sum.Running, Healthy: sum.Healthy, Desired: a.s.Target.Replicas}
+	if s != a.lastSum {
+		a.lastSum = s
+		a.h.Engine().Send(a.h.Parent(), s)
+	}
+}
+
+// failureOutput is the output of the last replica that failed to come up
+// (SVC-21).
+func (a *Actor) failureOutput() string {
+	var best messages.ReplicaStatus
+	for _, v := range a.views {
+		if v.FailureOutput != "" && v.Ledger.LastFailure.After(best.Ledger.LastFailure) {
+			best = v
+		}
+	}
+	return best.FailureOutput
+}
+
+func rolloutStatus(s State) *messages.RolloutStatus {
+	ro := s.Rollout
+	if ro == nil {
+		return nil
+	}
+	out := &messages.RolloutStatus{Deployment: ro.Target.Deployment, Revision: ro.Target.Revision, From: ro.From,
+		Order: ro.Target.Update.Order, Paused: ro.Paused, Message: ro.Message}
+	inBatch := map[int]bool{}
+	for _, n := range ro.Batch {
+		inBatch[n] = true
+	}
+	for n := 1; n <= ro.Target.Replicas; n++ {
+		state := "pending"
+		switch {
+		case ro.Done[n]:
+			state = "done"
+		case inBatch[n] && ro.Paused:
+			state = "failed"
+		case inBatch[n] && !ro.Seen[n].IsZero():
+			state = "monitoring"
+		case inBatch[n]:
+			state = "updating"
+		case slotCurrent(s, n):
+			state = "done"
+		}
+		out.Slots = append(out.Slots, messages.SlotStatus{Slot: n, State: state})
+	}
+	return out
+}
+
+func slotCurrent(s State, n int) bool {
+	for _, r := range s.Replicas {
+		if r.Slot == n && r.Revision == s.Target.Revision && r.serving() {
+			return true
+		}
+	}
+	return false
+}
+
+// Ledger returns each slot's backoff entry for `engenho why`.
+func Ledger(st messages.ServiceStatus) map[int]ladder.Entry {
+	out := map[int]ladder.Entry{}
+	for _, r := range st.Replicas {
+		if r.HasLedger {
+			out[r.Slot] = r.Ledger
+		}
+	}
+	return out
+}
+
+func newID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freePort asks the kernel for a free loopback port for an instance.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("allocating a port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,61 @@
+package service
+
+import (
+	"time"
+
+	"github.com/engenho/engenho/actors/replica"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/runtime/probe"
+	"github.com/engenho/engenho/runtime/stackfile"
+)
+
+// targetOf is the planner's view of one deployment of the service.
+func targetOf(r messages.ServiceRevision) Target {
+	svc := r.Definition
+	u := svc.Deploy.UpdateConfig
+	return Target{
+		Deployment: r.Deployment,
+		Revision:   r.Revision,
+		Replicas:   svc.Deploy.Replicas,
+		Update: Update{Parallelism: u.Parallelism, Delay: u.Delay, Order: u.Order,
+			FailureAction: u.FailureAction, Monitor: u.Monitor},
+		Deadline: svc.Healthcheck.Deadline(),
+	}
+}
+
+// ProbeConfig maps a stack file healthcheck onto a probe config.
+func ProbeConfig(h stackfile.Healthcheck) probe.Config {
+	kinds := map[stackfile.ProbeKind]probe.Kind{
+		stackfile.ProbeExec: probe.KindExec, stackfile.ProbeHTTP: probe.KindHTTP, stackfile.ProbeTCP: probe.KindTCP,
+	}
+	kind, ok := kinds[h.Kind]
+	if !ok {
+		return probe.Config{Kind: probe.KindNone}
+	}
+	return probe.Config{Kind: kind, Command: h.Exec, Path: h.Path, Port: h.Port, Interval: h.Interval,
+		Timeout: h.Timeout, Retries: h.Retries, StartPeriod: h.StartPeriod, StartInterval: h.StartInterval}.WithDefaults()
+}
+
+// LadderConfig maps a service's backoff onto the ladder (SUP-10).
+func LadderConfig(e stackfile.Engenho) ladder.Config {
+	return ladder.Config{Immediate: e.Backoff.Immediate, Delays: e.Backoff.Delays, Cap: e.Backoff.Cap,
+		Jitter: e.Backoff.Jitter, Stable: e.Stable}
+}
+
+// replicaConfig is what every replica of svc is configured with.
+func replicaConfig(svc stackfile.Service, env Env) replica.Config {
+	rp := svc.Deploy.RestartPolicy
+	return replica.Config{
+		Probe:  ProbeConfig(svc.Healthcheck),
+		Ladder: LadderConfig(svc.Engenho),
+		Policy: replica.Policy{
+			Condition: rp.Condition, MaxAttempts: rp.MaxAttempts, Window: rp.Window,
+			UnhealthyThreshold:    svc.Engenho.UnhealthyThreshold,
+			RestartsBeforeReplace: svc.Engenho.RestartsBeforeReplace,
+			StopGrace:             svc.StopGracePeriod,
+			Sweep:                 env.Sweep,
+			TransientRetry:        5 * time.Second,
+		},
+	}
+}

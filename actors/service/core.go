@@ -1,0 +1,550 @@
+package service
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/engenho/engenho/messages"
+)
+
+// Update is the rollout shape (SVC-12, SVC-13).
+type Update struct {
+	Parallelism   int // 0 = all at once
+	Delay         time.Duration
+	Order         string // stop-first | start-first
+	FailureAction string // pause | rollback | continue
+	Monitor       time.Duration
+}
+
+// Target is the definition the service converges to.
+type Target struct {
+	Deployment string
+	Revision   string
+	Replicas   int
+	Update     Update
+	// Deadline is how long a new instance may take to serve (SVC-13).
+	Deadline time.Duration
+}
+
+func (t Target) key() string { return t.Deployment + "/" + t.Revision }
+
+// Replica is the service's view of one replica actor.
+type Replica struct {
+	ID         string
+	Slot       int
+	Revision   string
+	Deployment string
+	Phase      string
+	InRotation bool
+	// SpawnedAt is when the service created the replica actor; the SVC-13
+	// deadline counts from here.
+	SpawnedAt time.Time
+	Intent    messages.Intent
+	// Retiring: the service has started retiring it (draining or stopping).
+	Retiring bool
+	// Failures is the slot's ladder count; LastError why it last failed.
+	Failures  int
+	LastError string
+	// Leaving: the replica gave up its instance (missing or replaced) and
+	// no longer holds its slot.
+	Leaving bool
+}
+
+func (r Replica) serving() bool { return r.InRotation && !r.Retiring && !r.Leaving }
+
+// Rollout is a rollout under way.
+type Rollout struct {
+	Target      Target
+	From        string // the revision being replaced
+	Batch       []int
+	BatchAt     time.Time
+	Seen        map[int]time.Time // slot -> when its new instance was first seen serving
+	Done        map[int]bool
+	NextBatchAt time.Time
+	Paused      bool
+	Message     string
+}
+
+// State is everything the planner knows about a service.
+type State struct {
+	Target   Target
+	Previous *Target
+	Pending  *Target // a deployment that supersedes at the next batch boundary
+	Replicas map[string]Replica
+	Rollout  *Rollout
+	Failed   map[string]bool // deployment/revision keys that failed (SVC-14)
+	Stopped  bool
+	// DepsMet: depends_on was met once; it is never gated again (SVC-18).
+	DepsMet bool
+	// Adopted: the instances the driver had were listed and adopted; no
+	// planning happens before, so nothing is created twice.
+	Adopted bool
+}
+
+// ActionKind is what the shell is asked to do.
+type ActionKind int
+
+const (
+	Spawn ActionKind = iota
+	Retire
+	SetIntent
+	SaveProgress
+	MarkFailed
+	Emit
+	Wake
+)
+
+// Action is one thing for the shell to do.
+type Action struct {
+	Kind    ActionKind
+	Slot    int
+	ID      string
+	Intent  messages.Intent
+	Target  Target
+	Done    []int
+	Event   string
+	Level   messages.Level
+	Message string
+	At      time.Time
+}
+
+// SetTarget takes a new definition. Mid-batch it waits for the batch
+// boundary (SVC-14). A definition whose (deployment, revision) failed before
+// is not rolled out again: with rollback it goes straight to the previous.
+func SetTarget(s State, t Target, prev *Target) State {
+	if s.Rollout != nil && len(s.Rollout.Batch) > 0 && s.Rollout.Target.Revision != t.Revision {
+		s.Pending, s.Previous = &t, prev
+		return s
+	}
+	s.Target, s.Previous, s.Pending = t, prev, nil
+	if s.Rollout != nil && s.Rollout.Target.key() != t.key() {
+		s.Rollout = nil
+	}
+	return s
+}
+
+// Plan decides what to do now. It is called after every change.
+func Plan(s State, now time.Time) (State, []Action) {
+	if !s.Adopted {
+		return s, nil
+	}
+	s = copyMaps(s)
+	var acts []Action
+	acts = append(acts, intents(s)...)
+	if s.Stopped {
+		return s, acts
+	}
+	if s.Pending != nil && (s.Rollout == nil || len(s.Rollout.Batch) == 0) {
+		acts = append(acts, Action{Kind: Emit, Event: messages.KindRolloutSuperseded, Level: messages.LevelInfo,
+			Message: fmt.Sprintf("deployment %s supersedes %s", s.Pending.Deployment, s.Target.Deployment)})
+		s.Target, s.Pending, s.Rollout = *s.Pending, nil, nil
+	}
+	s, more := avoidFailed(s)
+	acts = append(acts, more...)
+	s, more = retireExtra(s)
+	acts = append(acts, more...)
+	s, more = cleanup(s)
+	acts = append(acts, more...)
+	if !s.DepsMet {
+		return s, acts
+	}
+	s, more = fill(s, now)
+	acts = append(acts, more...)
+	s, more = rollout(s, now)
+	return s, append(acts, more...)
+}
+
+func copyMaps(s State) State {
+	reps := make(map[string]Replica, len(s.Replicas))
+	for k, v := range s.Replicas {
+		reps[k] = v
+	}
+	s.Replicas = reps
+	failed := make(map[string]bool, len(s.Failed))
+	for k, v := range s.Failed {
+		failed[k] = v
+	}
+	s.Failed = failed
+	if s.Rollout != nil {
+		r := *s.Rollout
+		r.Seen, r.Done = copyTimes(r.Seen), copyBools(r.Done)
+		r.Batch = append([]int(nil), r.Batch...)
+		s.Rollout = &r
+	}
+	return s
+}
+
+func copyTimes(m map[int]time.Time) map[int]time.Time {
+	out := make(map[int]time.Time, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyBools(m map[int]bool) map[int]bool {
+	out := make(map[int]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// intents keeps every replica's intent in line with the stopped intent
+// (SVC-10).
+func intents(s State) []Action {
+	want := messages.IntentRun
+	if s.Stopped {
+		want = messages.IntentStop
+	}
+	var acts []Action
+	for _, r := range sorted(s.Replicas) {
+		if r.Retiring || r.Leaving || r.Intent == want {
+			continue
+		}
+		r.Intent = want
+		s.Replicas[r.ID] = r
+		acts = append(acts, Action{Kind: SetIntent, ID: r.ID, Intent: want})
+	}
+	return acts
+}
+
+// avoidFailed: a target whose (deployment, revision) failed with rollback
+// goes back to the previous definition at once (SVC-14).
+func avoidFailed(s State) (State, []Action) {
+	if !s.Failed[s.Target.key()] || s.Target.Update.FailureAction != "rollback" || s.Previous == nil {
+		return s, nil
+	}
+	failed := s.Target
+	s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
+	return s, []Action{{Kind: Emit, Event: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+		Message: fmt.Sprintf("revision %s of deployment %s failed before; back to %s", failed.Revision, failed.Deployment, s.Target.Revision)}}
+}
+
+// retireExtra retires every instance in a slot above the replica count,
+// highest first (SVC-15, SVC-17).
+func retireExtra(s State) (State, []Action) {
+	var acts []Action
+	reps := sorted(s.Replicas)
+	for i := len(reps) - 1; i >= 0; i-- {
+		if r := reps[i]; r.Slot > s.Target.Replicas && !r.Retiring && !r.Leaving {
+			acts = append(acts, retire(&s, r.ID))
+		}
+	}
+	return s, acts
+}
+
+func retire(s *State, id string) Action {
+	r := s.Replicas[id]
+	r.Retiring, r.InRotation = true, false
+	s.Replicas[id] = r
+	return Action{Kind: Retire, ID: id, Slot: r.Slot}
+}
+
+// slot groups the replicas that hold one slot.
+type slot struct {
+	current, old []Replica // not retiring
+	occupied     bool      // any replica holds it, retiring ones included
+}
+
+func slots(s State) map[int]*slot {
+	out := map[int]*slot{}
+	for _, r := range sorted(s.Replicas) {
+		if r.Leaving {
+			continue
+		}
+		sl := out[r.Slot]
+		if sl == nil {
+			sl = &slot{}
+			out[r.Slot] = sl
+		}
+		sl.occupied = true
+		switch {
+		case r.Retiring:
+		case r.Revision == s.Target.Revision:
+			sl.current = append(sl.current, r)
+		default:
+			sl.old = append(sl.old, r)
+		}
+	}
+	return out
+}
+
+// cleanup (SVC-15): an old instance beside a serving current one is
+// removed; of two current instances in one slot one is kept.
+func cleanup(s State) (State, []Action) {
+	var acts []Action
+	occ := slots(s)
+	for _, n := range slotNumbers(occ) {
+		sl := occ[n]
+		if len(sl.current) > 1 {
+			keep := best(sl.current)
+			for _, r := range sl.current {
+				if r.ID != keep.ID {
+					acts = append(acts, retire(&s, r.ID))
+				}
+			}
+			sl.current = []Replica{keep}
+		}
+		if len(sl.current) == 1 && sl.current[0].serving() {
+			for _, r := range sl.old {
+				acts = append(acts, retire(&s, r.ID))
+			}
+		}
+	}
+	return s, acts
+}
+
+// best picks the instance to keep of several in one slot: serving first,
+// then the oldest.
+func best(rs []Replica) Replica {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].serving() != rs[j].serving() {
+			return rs[i].serving()
+		}
+		if !rs[i].SpawnedAt.Equal(rs[j].SpawnedAt) {
+			return rs[i].SpawnedAt.Before(rs[j].SpawnedAt)
+		}
+		return rs[i].ID < rs[j].ID
+	})
+	return rs[0]
+}
+
+// fill gives every slot that nobody holds a fresh instance of the current
+// revision: a new slot, a slot whose instance is gone, or one whose old
+// instance a stop-first batch has retired. A slot with no old instance to
+// protect keeps retrying on the replica's ladder (SVC-13).
+func fill(s State, now time.Time) (State, []Action) {
+	var acts []Action
+	occ := slots(s)
+	for n := 1; n <= s.Target.Replicas; n++ {
+		if sl := occ[n]; sl != nil && sl.occupied {
+			continue
+		}
+		acts = append(acts, Action{Kind: Spawn, Slot: n, Target: s.Target})
+	}
+	return s, acts
+}
+
+// rollout replaces old instances in batches (SVC-12..SVC-14).
+func rollout(s State, now time.Time) (State, []Action) {
+	occ := slots(s)
+	pending := pendingSlots(s, occ)
+	if s.Rollout == nil {
+		if len(pending) == 0 {
+			return s, nil
+		}
+		if s.Failed[s.Target.key()] && s.Target.Update.FailureAction != "continue" {
+			return s, nil // paused: not retried until the definition changes
+		}
+		s.Rollout = &Rollout{Target: s.Target, From: oldRevision(occ), Seen: map[int]time.Time{}, Done: map[int]bool{}}
+		return batch(s, now, occ, pending, []Action{{Kind: Emit, Event: messages.KindRolloutStarted, Level: messages.LevelInfo,
+			Message: fmt.Sprintf("rolling out revision %s over %d slots", s.Target.Revision, len(pending))}})
+	}
+	ro := s.Rollout
+	if ro.Paused {
+		return s, nil
+	}
+	if len(ro.Batch) > 0 {
+		return watchBatch(s, now, occ)
+	}
+	if len(pending) == 0 {
+		s.Rollout = nil
+		return s, []Action{{Kind: Emit, Event: messages.KindDeploySucceeded, Level: messages.LevelInfo,
+			Message: fmt.Sprintf("revision %s serves in every slot", s.Target.Revision)}}
+	}
+	if now.Before(ro.NextBatchAt) {
+		return s, []Action{{Kind: Wake, At: ro.NextBatchAt}}
+	}
+	return batch(s, now, occ, pending, nil)
+}
+
+// pendingSlots are the slots (up to the replica count) whose only instances
+// are of an old revision and not yet done.
+func pendingSlots(s State, occ map[int]*slot) []int {
+	var out []int
+	for n := 1; n <= s.Target.Replicas; n++ {
+		sl := occ[n]
+		if sl == nil || len(sl.old) == 0 {
+			continue
+		}
+		if len(sl.current) == 1 && sl.current[0].serving() {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func oldRevision(occ map[int]*slot) string {
+	for _, n := range slotNumbers(occ) {
+		if sl := occ[n]; len(sl.old) > 0 {
+			return sl.old[0].Revision
+		}
+	}
+	return ""
+}
+
+// batch starts the next batch of pending slots.
+func batch(s State, now time.Time, occ map[int]*slot, pending []int, acts []Action) (State, []Action) {
+	ro := s.Rollout
+	n := s.Target.Update.Parallelism
+	if n <= 0 || n > len(pending) {
+		n = len(pending)
+	}
+	ro.Batch, ro.BatchAt = append([]int(nil), pending[:n]...), now
+	for _, sn := range ro.Batch {
+		sl := occ[sn]
+		if s.Target.Update.Order == "start-first" {
+			if len(sl.current) == 0 {
+				acts = append(acts, Action{Kind: Spawn, Slot: sn, Target: s.Target})
+			}
+			continue
+		}
+		for _, r := range sl.old {
+			acts = append(acts, retire(&s, r.ID))
+		}
+	}
+	return s, acts
+}
+
+// watchBatch checks the batch's new instances: each must serve within its
+// deadline and then stay in rotation through the monitor window (SVC-13).
+func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
+	ro := s.Rollout
+	var wake time.Time
+	var acts []Action
+	done := true
+	for _, sn := range ro.Batch {
+		sl := occ[sn]
+		var cur *Replica
+		if sl != nil && len(sl.current) > 0 {
+			cur = &sl.current[0]
+		}
+		// From the batch's start: a replica replaced over and over in the
+		// slot does not restart the clock (SUP-15).
+		deadline := ro.BatchAt.Add(s.Target.Deadline)
+		switch {
+		case cur == nil && !now.Before(deadline):
+			return fail(s, now, fmt.Sprintf("slot %d did not become healthy within %s", sn, s.Target.Deadline))
+		case cur == nil:
+			// stop-first: the old is still retiring; start-first: the new
+			// one gave up its instance and the slot needs another.
+			done = false
+			wake = earliest(wake, deadline)
+			if s.Target.Update.Order == "start-first" && sl != nil && len(sl.old) > 0 {
+				acts = append(acts, Action{Kind: Spawn, Slot: sn, Target: s.Target})
+			}
+		case cur.serving():
+			if _, ok := ro.Seen[sn]; !ok {
+				ro.Seen[sn] = now
+			}
+			until := ro.Seen[sn].Add(s.Target.Update.Monitor)
+			if now.Before(until) || len(sl.old) > 0 {
+				done = false
+				wake = earliest(wake, until)
+			}
+		case !ro.Seen[sn].IsZero():
+			return fail(s, now, fmt.Sprintf("slot %d left rotation during the %s monitor", sn, s.Target.Update.Monitor))
+		default:
+			if !now.Before(deadline) {
+				return fail(s, now, fmt.Sprintf("slot %d did not become healthy within %s", sn, s.Target.Deadline))
+			}
+			done = false
+			wake = earliest(wake, deadline)
+		}
+	}
+	if !done {
+		if !wake.IsZero() {
+			acts = append(acts, Action{Kind: Wake, At: wake})
+		}
+		return s, acts
+	}
+	for _, sn := range ro.Batch {
+		ro.Done[sn] = true
+	}
+	ro.Batch, ro.NextBatchAt = nil, now.Add(s.Target.Update.Delay)
+	acts = append(acts, Action{Kind: SaveProgress, Target: ro.Target, Done: doneSlots(ro)})
+	// A batch boundary: a superseding deployment takes over here (SVC-14).
+	s2, more := Plan(s, now)
+	return s2, append(acts, more...)
+}
+
+func doneSlots(ro *Rollout) []int {
+	var out []int
+	for n := range ro.Done {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// fail applies failure_action to a batch that failed (SVC-13).
+func fail(s State, now time.Time, why string) (State, []Action) {
+	ro := s.Rollout
+	acts := []Action{{Kind: MarkFailed, Target: ro.Target}, {Kind: Emit, Event: messages.KindDeployFailed, Level: messages.LevelError,
+		Message: fmt.Sprintf("revision %s: %s", ro.Target.Revision, why)}}
+	s.Failed[ro.Target.key()] = true
+	switch ro.Target.Update.FailureAction {
+	case "continue":
+		for _, sn := range ro.Batch {
+			ro.Done[sn] = true
+		}
+		ro.Batch, ro.NextBatchAt = nil, now.Add(s.Target.Update.Delay)
+		return s, append(acts, Action{Kind: Wake, At: ro.NextBatchAt})
+	case "rollback":
+		if s.Previous != nil {
+			failed := s.Target
+			s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
+			acts = append(acts, Action{Kind: Emit, Event: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+				Message: fmt.Sprintf("rolled back to revision %s: %s", s.Target.Revision, why)})
+			s2, more := Plan(s, now)
+			return s2, append(acts, more...)
+		}
+	}
+	ro.Paused, ro.Message = true, why
+	acts = append(acts, Action{Kind: Emit, Event: messages.KindRolloutPaused, Level: messages.LevelError,
+		Message: fmt.Sprintf("rollout of revision %s paused: %s", ro.Target.Revision, why)})
+	// A new instance that failed beside an old one still serving goes: the
+	// old keeps serving (start-first keeps capacity).
+	occ := slots(s)
+	for _, sn := range ro.Batch {
+		if sl := occ[sn]; sl != nil && len(sl.old) > 0 {
+			for _, r := range sl.current {
+				acts = append(acts, retire(&s, r.ID))
+			}
+		}
+	}
+	return s, acts
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func sorted(m map[string]Replica) []Replica {
+	out := make([]Replica, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Slot != out[j].Slot {
+			return out[i].Slot < out[j].Slot
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func slotNumbers(m map[int]*slot) []int {
+	out := make([]int, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}

@@ -1,0 +1,10 @@
+// Package service is the service actor: it keeps a service's slots filled
+// with healthy instances of its current revision, rolls out new revisions in
+// batches with rollback, fills slots whose instance is gone, feeds the
+// balancer its rotation and raises the service's health events (spec
+// SVC-12..SVC-20, SVC-22). Its children are replica actors, one per
+// instance.
+//
+// The decisions are a pure planner (core.go): Plan(state, now) returns the
+// new state and the actions the actor shell performs.
+package service

@@ -1,0 +1,18 @@
+// Package sidecar is the sidecar actor (spec ACT-11, ACT-12): one command
+// that runs beside a hibernating host's instance, or alone as a standalone
+// worker. It is a child of its host actor, which starts it once the
+// instance is healthy and stops it (SidecarStop) before the instance.
+//
+// Its decisions are a pure state machine (core.go): Step(config, state,
+// event, now) returns the new state and the effects the actor shell
+// performs (driver calls in goroutines bounded by a timeout, timers on the
+// clock, reports to the host, events).
+//
+// Restarts: a run that ends with a non-zero exit (a crash), or any exit of
+// an always_on sidecar, is restarted after a doubling backoff (2s, 4s, ...
+// capped at 1m); a run of reset_after (1m) or more starts the ladder again.
+// A non-always_on sidecar that exits 0 has done its work: it stays down
+// (a hibernating worker then parks until its due time). A run longer than
+// max_run is recycled: stopped (SIGTERM, grace, kill) and started again at
+// once, without a backoff.
+package sidecar

@@ -1,0 +1,466 @@
+package supervise
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/clock"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder collects what the test actors did, in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	pids   map[string]*actor.PID
+}
+
+func (r *recorder) add(e string) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.events
+	r.events = nil
+	return out
+}
+
+func (r *recorder) pid(name string) *actor.PID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pids[name]
+}
+
+type boom struct{}
+type hang struct{}
+
+// worker is a leaf actor that records its start and stop and panics on boom.
+type worker struct {
+	h   *Handle
+	rec *recorder
+}
+
+func (w *worker) Receive(c *actor.Context) {
+	switch c.Message().(type) {
+	case actor.Started:
+		w.rec.mu.Lock()
+		w.rec.pids[w.h.Name()] = c.PID()
+		w.rec.mu.Unlock()
+		w.rec.add("start " + w.h.Name())
+	case actor.Stopped:
+		w.rec.add("stop " + w.h.Name())
+	case boom:
+		panic("boom in " + w.h.Name())
+	case hang:
+		time.Sleep(100 * time.Millisecond) // a Receive that will not finish soon
+	}
+}
+
+func workerSpec(name string, rec *recorder, r RestartType) ChildSpec {
+	return ChildSpec{Name: name, Restart: r, Produce: func(h *Handle) actor.Receiver { return &worker{h: h, rec: rec} }}
+}
+
+// sup is a supervisor actor that starts the given children in order.
+type sup struct {
+	h     *Handle
+	opts  Options
+	specs []ChildSpec
+	kids  *Children
+	rec   *recorder
+}
+
+func (s *sup) Receive(c *actor.Context) {
+	switch c.Message().(type) {
+	case actor.Started:
+		s.kids = s.h.Supervise(s.opts)
+		for _, sp := range s.specs {
+			if err := s.kids.Start(sp); err != nil {
+				panic(err)
+			}
+		}
+		if s.rec != nil {
+			s.rec.mu.Lock()
+			s.rec.pids[s.h.Name()] = c.PID()
+			s.rec.mu.Unlock()
+			s.rec.add("start " + s.h.Name())
+		}
+	case actor.Stopped:
+		if s.rec != nil {
+			s.rec.add("stop " + s.h.Name())
+		}
+	case boom:
+		panic("boom in " + s.h.Name())
+	}
+}
+
+func supSpec(name string, opts Options, rec *recorder, r RestartType, specs ...ChildSpec) ChildSpec {
+	return ChildSpec{Name: name, Restart: r, Produce: func(h *Handle) actor.Receiver {
+		return &sup{h: h, opts: opts, specs: specs, rec: rec}
+	}}
+}
+
+type harness struct {
+	t      *testing.T
+	engine *actor.Engine
+	sys    *System
+	clk    *clock.Fake
+	rec    *recorder
+	root   *actor.PID
+	exits  chan messages.ChildExited
+}
+
+func newHarness(t *testing.T, opts Options, children ...func(*recorder) ChildSpec) *harness {
+	t.Helper()
+	engine, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, engine: engine, clk: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		rec: &recorder{pids: map[string]*actor.PID{}}, exits: make(chan messages.ChildExited, 1)}
+	h.sys = NewSystem(engine, h.clk, zerolog.Nop())
+	h.sys.OnRootExit = func(m messages.ChildExited) { h.exits <- m }
+	var specs []ChildSpec
+	for _, f := range children {
+		specs = append(specs, f(h.rec))
+	}
+	h.root = h.sys.SpawnRoot(supSpec("root", opts, nil, Permanent, specs...))
+	t.Cleanup(h.stop)
+	return h
+}
+
+// stop shuts the tree down and waits for the root to end.
+func (h *harness) stop() {
+	if h.root == nil {
+		return
+	}
+	h.engine.Send(h.root, messages.Shutdown{})
+	select {
+	case <-h.exits:
+	case <-time.After(5 * time.Second):
+		h.t.Errorf("root did not stop")
+	}
+	h.root = nil
+}
+
+// waitFor polls until the recorder has seen want (in order, as a tail of
+// what happened since the last take) or fails.
+func (h *harness) waitFor(want ...string) {
+	h.t.Helper()
+	var got []string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		got = append(got, h.rec.take()...)
+		if len(got) >= len(want) {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // catch anything extra that follows
+	got = append(got, h.rec.take()...)
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		h.t.Fatalf("events:\n got  %v\n want %v", got, want)
+	}
+}
+
+func w(name string, r RestartType) func(*recorder) ChildSpec {
+	return func(rec *recorder) ChildSpec { return workerSpec(name, rec, r) }
+}
+
+func roomy() Options {
+	return Options{Intensity: Intensity{MaxRestarts: 100, Period: time.Second}}
+}
+
+// SUP-7: children start in order; a shutdown stops them in reverse order.
+func TestSUP7StartInOrderStopInReverse(t *testing.T) {
+	h := newHarness(t, roomy(), w("a", Permanent), w("b", Permanent), w("c", Permanent))
+	h.waitFor("start a", "start b", "start c")
+	h.stop()
+	h.waitFor("stop c", "stop b", "stop a")
+}
+
+// SUP-7: one_for_one restarts only the failed child.
+func TestSUP7OneForOne(t *testing.T) {
+	h := newHarness(t, roomy(), w("a", Permanent), w("b", Permanent), w("c", Permanent))
+	h.waitFor("start a", "start b", "start c")
+	h.engine.Send(h.rec.pid("b"), boom{})
+	h.waitFor("stop b", "start b")
+}
+
+// SUP-7: one_for_all stops the others in reverse order and restarts all in
+// order.
+func TestSUP7OneForAll(t *testing.T) {
+	o := roomy()
+	o.Strategy = OneForAll
+	h := newHarness(t, o, w("a", Permanent), w("b", Permanent), w("c", Permanent))
+	h.waitFor("start a", "start b", "start c")
+	h.engine.Send(h.rec.pid("b"), boom{})
+	h.waitFor("stop b", "stop c", "stop a", "start a", "start b", "start c")
+}
+
+// SUP-7: rest_for_one restarts the failed child and those started after it.
+func TestSUP7RestForOne(t *testing.T) {
+	o := roomy()
+	o.Strategy = RestForOne
+	h := newHarness(t, o, w("a", Permanent), w("b", Permanent), w("c", Permanent), w("d", Permanent))
+	h.waitFor("start a", "start b", "start c", "start d")
+	h.engine.Send(h.rec.pid("b"), boom{})
+	h.waitFor("stop b", "stop d", "stop c", "start b", "start c", "start d")
+}
+
+// SUP-6: transient children restart only after an abnormal end; temporary
+// never.
+func TestSUP6RestartTypes(t *testing.T) {
+	h := newHarness(t, roomy(), w("perm", Permanent), w("trans", Transient), w("temp", Temporary))
+	h.waitFor("start perm", "start trans", "start temp")
+	h.engine.Send(h.rec.pid("temp"), boom{})
+	h.waitFor("stop temp")
+	h.engine.Send(h.rec.pid("trans"), boom{})
+	h.waitFor("stop trans", "start trans")
+	// A transient child that ends normally is not restarted.
+	h.engine.Send(h.rec.pid("trans"), messages.ExitSelf{Reason: messages.ExitNormal})
+	h.waitFor("stop trans")
+	h.engine.Send(h.rec.pid("perm"), messages.ExitSelf{Reason: messages.ExitNormal})
+	h.waitFor("stop perm", "start perm")
+}
+
+// SUP-8: more than 3 restarts in 5s ends the supervisor; its parent is told
+// and applies its own strategy (here: restarts the supervisor subtree).
+func TestSUP8IntensityEscalatesToParent(t *testing.T) {
+	inner := Options{} // defaults: 3 in 5s
+	h := newHarness(t, roomy(), func(rec *recorder) ChildSpec {
+		return supSpec("mid", inner, rec, Permanent, workerSpec("x", rec, Permanent))
+	})
+	h.waitFor("start x", "start mid")
+	for i := 0; i < 3; i++ {
+		h.engine.Send(h.rec.pid("x"), boom{})
+		h.waitFor("stop x", "start x")
+	}
+	h.engine.Send(h.rec.pid("x"), boom{})
+	// mid gives up: the dead x releases, mid stops, the root restarts it
+	// and with it a fresh x.
+	h.waitFor("stop x", "stop mid", "start x", "start mid")
+}
+
+// SUP-8: when the root gives up, OnRootExit gets the chain of reasons.
+func TestSUP8RootGivesUpWithChain(t *testing.T) {
+	h := newHarness(t, Options{}, func(rec *recorder) ChildSpec {
+		return supSpec("mid", Options{}, rec, Permanent, workerSpec("x", rec, Permanent))
+	})
+	h.waitFor("start x", "start mid")
+	// Each round: x fails 4 times, mid escalates; the root restarts mid.
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 4; i++ {
+			h.engine.Send(h.rec.pid("x"), boom{})
+			if i < 3 {
+				h.waitFor("stop x", "start x")
+			}
+		}
+		if round < 3 {
+			h.waitFor("stop x", "stop mid", "start x", "start mid")
+		}
+	}
+	select {
+	case m := <-h.exits:
+		h.root = nil
+		if m.Reason != messages.ExitEscalated || len(m.Chain) != 2 {
+			t.Fatalf("root exit %+v, want escalated with a 2-link chain", m)
+		}
+		if !strings.HasPrefix(m.Chain[0], "root:") || !strings.HasPrefix(m.Chain[1], "root/mid:") {
+			t.Fatalf("chain %q", m.Chain)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("root did not give up")
+	}
+	h.rec.take()
+}
+
+// SUP-10, SUP-19: actor restarts are paced by the same ladder: 3 at once,
+// the 4th after 1m of the fake clock, not before.
+func TestSUP10LadderPacesActorRestarts(t *testing.T) {
+	h := newHarness(t, roomy(), w("x", Permanent))
+	h.waitFor("start x")
+	for i := 0; i < 3; i++ {
+		h.engine.Send(h.rec.pid("x"), boom{})
+		h.waitFor("stop x", "start x")
+	}
+	h.engine.Send(h.rec.pid("x"), boom{})
+	if !h.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no restart timer armed")
+	}
+	h.clk.Advance(59 * time.Second)
+	h.waitFor("stop x") // the dead incarnation released what it held; no start yet
+	h.clk.Advance(time.Second)
+	h.waitFor("start x")
+}
+
+// SUP-11 for actors: a child that ran stable for the whole window starts
+// its ladder afresh.
+func TestSUP11StableActorResetsLadder(t *testing.T) {
+	h := newHarness(t, roomy(), w("x", Permanent))
+	h.waitFor("start x")
+	for i := 0; i < 3; i++ {
+		h.engine.Send(h.rec.pid("x"), boom{})
+		h.waitFor("stop x", "start x")
+	}
+	h.clk.Advance(5 * time.Minute)
+	h.engine.Send(h.rec.pid("x"), boom{})
+	h.waitFor("stop x", "start x") // at once: the ledger was reset
+}
+
+// SUP-6: a child that does not stop within its shutdown budget is killed.
+func TestSUP6ShutdownBudgetKills(t *testing.T) {
+	h := newHarness(t, roomy(), func(rec *recorder) ChildSpec {
+		s := workerSpec("slow", rec, Permanent)
+		s.Shutdown = time.Second
+		return s
+	})
+	h.waitFor("start slow")
+	pid := h.rec.pid("slow")
+	// Fill the child's inbox so the Shutdown waits behind slow messages.
+	for i := 0; i < 3; i++ {
+		h.engine.Send(pid, hang{})
+	}
+	h.engine.Send(h.root, messages.Shutdown{})
+	if !h.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no budget timer armed")
+	}
+	h.clk.Advance(time.Second)
+	select {
+	case m := <-h.exits:
+		h.root = nil
+		if m.Reason != messages.ExitShutdown {
+			t.Fatalf("root ended %s", m.Reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("root did not end after the budget")
+	}
+	// The killed child ends once its slow Receive returns.
+	h.waitFor("stop slow")
+}
+
+// SUP-1: the tree publishes every live actor; restart-child restarts one
+// subtree by path.
+func TestSUP1TreeAndRestartChild(t *testing.T) {
+	h := newHarness(t, roomy(), func(rec *recorder) ChildSpec {
+		return supSpec("mid", roomy(), rec, Permanent, workerSpec("x", rec, Permanent), workerSpec("y", rec, Permanent))
+	})
+	h.waitFor("start x", "start y", "start mid")
+	var paths []string
+	for _, n := range h.sys.Tree.Snapshot() {
+		paths = append(paths, n.Path+"="+n.State)
+	}
+	if got := strings.Join(paths, " "); got != "root=running root/mid=running root/mid/x=running root/mid/y=running" {
+		t.Fatalf("tree: %s", got)
+	}
+	res, err := h.engine.Request(h.root, messages.RestartChild{Path: "root/mid/y"}, 5*time.Second).Result()
+	if err != nil || res.(messages.RestartChildResult).Err != "" {
+		t.Fatalf("restart-child: %v %+v", err, res)
+	}
+	h.waitFor("stop y", "start y")
+	res, _ = h.engine.Request(h.root, messages.RestartChild{Path: "root/nope"}, 5*time.Second).Result()
+	if res.(messages.RestartChildResult).Err == "" {
+		t.Fatal("restart-child of a missing path succeeded")
+	}
+	if n, _ := h.sys.Tree.Get("root/mid/y"); n.Gen == 0 {
+		t.Fatal("restarted child not in the tree")
+	}
+}
+
+// SUP-9's precondition: a restart decision is reported with actor, reason,
+// failure count and next attempt (SUP-18).
+func TestSUP18RestartDecisionReported(t *testing.T) {
+	var mu sync.Mutex
+	var got []Decision
+	o := roomy()
+	o.OnRestart = func(d Decision) { mu.Lock(); got = append(got, d); mu.Unlock() }
+	h := newHarness(t, o, w("x", Permanent))
+	h.waitFor("start x")
+	h.engine.Send(h.rec.pid("x"), boom{})
+	h.waitFor("stop x", "start x")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].Actor != "root/x" || got[0].Reason != messages.ExitPanic || got[0].Failures != 1 || !strings.Contains(got[0].Err, "boom") {
+		t.Fatalf("decisions %+v", got)
+	}
+	if !got[0].At.Equal(h.clk.Now()) {
+		t.Fatalf("next attempt %s, want now", got[0].At)
+	}
+}
+
+func TestRestartPlan(t *testing.T) {
+	order := []string{"a", "b", "c", "d"}
+	cases := []struct {
+		s           Strategy
+		failed      string
+		stop, start string
+	}{
+		{OneForOne, "b", "", "b"},
+		{OneForAll, "b", "d c a", "a b c d"},
+		{RestForOne, "b", "d c", "b c d"},
+		{RestForOne, "d", "", "d"},
+		{OneForAll, "zz", "", ""},
+	}
+	for _, c := range cases {
+		stop, start := restartPlan(c.s, order, c.failed)
+		if strings.Join(stop, " ") != c.stop || strings.Join(start, " ") != c.start {
+			t.Errorf("%s %s: stop %v start %v, want %q %q", c.s, c.failed, stop, start, c.stop, c.start)
+		}
+	}
+}
+
+func TestIntensityWindow(t *testing.T) {
+	in := Intensity{MaxRestarts: 3, Period: 5 * time.Second}
+	var w window
+	s := int64(time.Second)
+	for i, c := range []struct {
+		at   int64
+		over bool
+	}{{0, false}, {1 * s, false}, {2 * s, false}, {6 * s, false}, {6 * s, false}, {6 * s, true}} {
+		if got := w.add(in, c.at); got != c.over {
+			t.Fatalf("restart %d at %ds: over %v, want %v", i, c.at/s, got, c.over)
+		}
+	}
+}
+
+func TestParseStrategy(t *testing.T) {
+	for _, s := range []Strategy{OneForOne, OneForAll, RestForOne} {
+		got, err := ParseStrategy(s.String())
+		if err != nil || got != s {
+			t.Fatalf("%s: %v %v", s, got, err)
+		}
+	}
+	if _, err := ParseStrategy("one-for-one"); err == nil {
+		t.Fatal("bad name accepted")
+	}
+	_ = fmt.Sprint(Transient)
+}
+
+// CHS-2: a panic injected by path is handled like any panic: the actor is
+// restarted by its parent.
+func TestInjectPanicByPath(t *testing.T) {
+	h := newHarness(t, roomy(), func(rec *recorder) ChildSpec {
+		return supSpec("mid", roomy(), rec, Permanent, workerSpec("x", rec, Permanent))
+	})
+	h.waitFor("start x", "start mid")
+	h.engine.Send(h.root, messages.Deliver{Path: "root/mid/x", Msg: messages.InjectPanic{Reason: "test"}})
+	h.waitFor("stop x", "start x")
+	res, err := h.engine.Request(h.root, messages.Deliver{Path: "root/none", Msg: messages.InjectPanic{}}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := res.(messages.DeliverFailed); !ok || f.Path != "root/none" {
+		t.Fatalf("answer %#v", res)
+	}
+}

@@ -1,0 +1,206 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/chaos/inject"
+	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/drivers/drivertest"
+	"github.com/engenho/engenho/runtime/config"
+)
+
+func campaignOpts(t *testing.T, scenario string, seed uint64, faults int) (Options, *bytes.Buffer) {
+	t.Helper()
+	drivertest.LockIncus(t) // a campaign runs a stack on incus when it is there
+	out := &bytes.Buffer{}
+	return Options{Scenario: scenario, Seed: seed, Faults: faults, Bin: testBin, WorkDir: t.TempDir(),
+		ReportDir: filepath.Join(t.TempDir(), "report"), Out: out}, out
+}
+
+// CHS-1, CHS-3, CHS-4, CHS-5: a short campaign against the real binary
+// injects its faults, finds no violation on a sound build, prints its
+// seed and schedule, and writes both reports.
+func TestCampaignSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIP: runs real daemons for about a minute; not in -short")
+	}
+	opts, out := campaignOpts(t, "smoke", 11, 20)
+	rep, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("campaign: %v\n%s", err, out)
+	}
+	if !rep.OK() {
+		t.Fatalf("violations on a sound build:\n%s", out)
+	}
+	if len(rep.Results) != 20 {
+		t.Fatalf("%d results, want 20", len(rep.Results))
+	}
+	injected, recovered, _ := rep.Totals()
+	if injected < 15 || recovered != injected {
+		t.Fatalf("injected %d, recovered %d:\n%s", injected, recovered, out)
+	}
+	for _, want := range []string{"seed 11", "schedule " + rep.Fingerprint, "engenho chaos run --scenario smoke --seed 11 --faults 20", "PASSED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	for _, f := range []string{"report.json", "report.md"} {
+		if _, err := os.Stat(filepath.Join(opts.ReportDir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// CHS-4: the printed schedule is the seed's schedule.
+	again, err := schedule.Build(planFor(scenarios["smoke"], 11, 20, componentsDrawn(rep.Drawn)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schedule.Fingerprint(again) != rep.Fingerprint {
+		t.Fatalf("the seed's schedule %s differs from the run's %s", schedule.Fingerprint(again), rep.Fingerprint)
+	}
+	if procs := markedProcs(rep.Run); len(procs) != 0 {
+		t.Fatalf("processes left behind: %v", procs)
+	}
+}
+
+// selfTest runs a self-test scenario: a campaign against a daemon with a
+// planted bug must fail, naming the seed and the expected invariant.
+func selfTest(t *testing.T, scenario string, seed uint64) {
+	if testing.Short() {
+		t.Skip("SKIP: runs real daemons for about a minute; not in -short")
+	}
+	opts, out := campaignOpts(t, scenario, seed, 2)
+	rep, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("campaign: %v\n%s", err, out)
+	}
+	t.Logf("campaign output:\n%s", out)
+	if rep.OK() {
+		t.Fatalf("the planted bug %q was not caught", rep.Plant)
+	}
+	sc := scenarios[scenario]
+	for _, inv := range sc.Expect {
+		found := false
+		for _, v := range rep.Violations() {
+			found = found || v.Invariant == inv
+		}
+		if !found {
+			t.Errorf("no %s violation; got %v", inv, rep.Violations())
+		}
+	}
+	line := "VIOLATION seed=" + strconv.FormatUint(seed, 10)
+	if !strings.Contains(out.String(), line) {
+		t.Errorf("output lacks %q", line)
+	}
+	md, err := os.ReadFile(filepath.Join(opts.ReportDir, "report.md"))
+	if err != nil || !strings.Contains(string(md), "FAILED") || !strings.Contains(string(md), "seed "+strconv.FormatUint(seed, 10)) {
+		t.Errorf("report.md does not show the failure with its seed: %v\n%s", err, md)
+	}
+}
+
+// CHS acceptance: a daemon that forgets to re-adopt after a restart is
+// caught (the slot runs two instances).
+func TestSelfTestForgetAdopt(t *testing.T) { selfTest(t, "selftest-adopt", 5) }
+
+// CHS acceptance: a daemon whose stop does nothing is caught (the stopped
+// intent is violated).
+func TestSelfTestStopNoop(t *testing.T) { selfTest(t, "selftest-stop", 3) }
+
+// A planted bug is only in the scenarios that ask for it.
+func TestScenarios(t *testing.T) {
+	for _, name := range ScenarioNames() {
+		sc, err := LookupScenario(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isSelf := strings.HasPrefix(name, "selftest-")
+		if isSelf != (sc.Plant != inject.PlantNone) || isSelf != (len(sc.Expect) > 0) {
+			t.Errorf("%s: plant %q expect %v", name, sc.Plant, sc.Expect)
+		}
+		for k := range sc.Mix {
+			if !k.Known() {
+				t.Errorf("%s: unknown kind %s", name, k)
+			}
+		}
+	}
+	if _, err := LookupScenario("nope"); err == nil {
+		t.Fatal("unknown scenario accepted")
+	}
+}
+
+// CHS-2 config.half-written: every strict prefix of a node's config
+// fails to load, so the fault always writes a broken file; the whole
+// file loads.
+func TestConfigPrefixesNeverParse(t *testing.T) {
+	for _, incus := range []bool{false, true} {
+		c := &campaign{comps: components{incus: incus}}
+		full := c.config("a")
+		dir := t.TempDir()
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, full, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := config.Load(path); err != nil {
+			t.Fatalf("the full config does not load: %v", err)
+		}
+		for n := 0; n < len(bytes.TrimSpace(full)); n++ {
+			if err := os.WriteFile(path, full[:n], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := config.Load(path); err == nil {
+				t.Fatalf("a %d-byte prefix loads:\n%s", n, full[:n])
+			}
+		}
+	}
+}
+
+// The campaign finds its processes by their marker, with their group.
+func TestMarkedProcs(t *testing.T) {
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.Env = []string{"CHAOS_RUN=test-marker-" + t.Name(), "ENGENHO_STACK=s", "ENGENHO_SERVICE=v"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	procs := markedProcs("test-marker-" + t.Name())
+	if len(procs) != 1 || procs[0].Pid != cmd.Process.Pid || procs[0].Pgid != cmd.Process.Pid || procs[0].Service != "s/v" {
+		t.Fatalf("procs %+v (pid %d)", procs, cmd.Process.Pid)
+	}
+}
+
+// Panic targets are picked from the live tree by class and service.
+func TestPanicCandidates(t *testing.T) {
+	obs := observation{}
+	for _, p := range []string{"root", "root/stack:shop", "root/stack:shop/service:web", "root/stack:shop/service:web/replica:1-a",
+		"root/stack:shop/service:web/replica:2-b", "root/stack:shop/service:cache", "root/activator", "root/activator/host:h.example",
+		"root/activator/host:h.example/sidecar:tick"} {
+		obs.tree = append(obs.tree, supervise.Node{Path: p})
+	}
+	cases := map[schedule.Kind][]string{
+		schedule.PanicRoot:    {"root"},
+		schedule.PanicStack:   {"root/stack:shop"},
+		schedule.PanicService: {"root/stack:shop/service:web"},
+		schedule.PanicReplica: {"root/stack:shop/service:web/replica:1-a", "root/stack:shop/service:web/replica:2-b"},
+		schedule.PanicHost:    {"root/activator/host:h.example"},
+		schedule.PanicSidecar: {"root/activator/host:h.example/sidecar:tick"},
+	}
+	for kind, want := range cases {
+		svc := "shop/web"
+		if kind == schedule.PanicStack {
+			svc = "shop"
+		}
+		if got := panicCandidates(schedule.Fault{Kind: kind, Service: svc}, obs); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", kind, got, want)
+		}
+	}
+}

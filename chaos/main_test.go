@@ -1,0 +1,37 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// testBin is the engenho binary the campaign tests run: $ENGENHO_CHAOS_BIN
+// (make chaos-selftest passes the one it built), else one built here.
+var testBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	testBin = os.Getenv("ENGENHO_CHAOS_BIN")
+	if testBin == "" {
+		dir, err := os.MkdirTemp("", "engenho-chaos-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		testBin = filepath.Join(dir, "engenho")
+		cmd := exec.Command("go", "build", "-o", testBin, "github.com/engenho/engenho/cmd/engenho")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building engenho for the campaign tests:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}

@@ -1,0 +1,114 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/engenho/engenho/chaos/inject"
+	"github.com/engenho/engenho/chaos/schedule"
+)
+
+// Scenario is a named campaign shape: which faults, how often an intent
+// precedes one, and, for the self-test, which bug is planted.
+type Scenario struct {
+	Name string
+	Doc  string
+	Mix  schedule.Mix
+	// IntentEvery is the percent chance of an operator intent before a
+	// fault (see schedule.Plan).
+	IntentEvery int
+	// Plant is the planted bug of a self-test scenario.
+	Plant inject.Plant
+	// Expect lists the invariants a self-test scenario must see broken.
+	Expect []string
+	// MaxBound, when set, caps every recovery bound (a self-test does
+	// not need minutes to see its bug).
+	MaxBound time.Duration
+	// NoHosts runs no host pairs (a self-test of the replicated path).
+	NoHosts bool
+	// StopAtFirst ends the campaign at the first fault with a violation
+	// instead of healing the node and going on.
+	StopAtFirst bool
+}
+
+// boundOf is the recovery bound of kind k in this scenario.
+func (s Scenario) boundOf(k schedule.Kind) time.Duration {
+	b := bound(k)
+	if s.MaxBound > 0 {
+		b = min(b, s.MaxBound)
+	}
+	return b
+}
+
+// fullMix weighs every kind; kinds the machine cannot run are left out
+// when the schedule is drawn.
+var fullMix = schedule.Mix{
+	schedule.PanicRoot: 3, schedule.PanicStack: 4, schedule.PanicService: 8, schedule.PanicReplica: 12,
+	schedule.PanicHost: 3, schedule.PanicSidecar: 2,
+	schedule.WorkloadKill: 16, schedule.IncusKillInit: 4,
+	schedule.DriverFail: 7, schedule.DriverTimeout: 3, schedule.DriverHang: 2,
+	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
+	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
+	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
+	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
+}
+
+// soakMix gives the slow faults (hangs, lease expiry, a daemon killed
+// mid-sleep, all bounded by a lease TTL or a step timeout) more room.
+var soakMix = func() schedule.Mix {
+	m := schedule.Mix{}
+	for k, w := range fullMix {
+		m[k] = w
+	}
+	m[schedule.DriverHang], m[schedule.LeaseExpire], m[schedule.DaemonKillSleep] = 4, 4, 4
+	m[schedule.StoreError], m[schedule.StoreConflict] = 4, 4
+	return m
+}()
+
+var scenarios = map[string]Scenario{
+	"ci":    {Name: "ci", Doc: "the CI campaign: every fault kind the machine can run", Mix: fullMix, IntentEvery: 20},
+	"soak":  {Name: "soak", Doc: "a long campaign: the CI mix, more intents", Mix: fullMix, IntentEvery: 35},
+	"smoke": {Name: "smoke", Doc: "a short mix for the integration test", Mix: fullMix, IntentEvery: 25},
+	"rollout": {Name: "rollout", Doc: "daemon kills at rollout points only, to replay a rollout that pauses after one",
+		Mix: schedule.Mix{schedule.DaemonKillRollout: 1}, NoHosts: true},
+	"selftest-adopt": {Name: "selftest-adopt", Doc: "self-test: a daemon that forgets to re-adopt after a restart must be caught",
+		Mix: schedule.Mix{schedule.DaemonKill: 1}, Plant: inject.PlantForgetAdopt,
+		Expect: []string{"one-per-slot"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
+	"selftest-stop": {Name: "selftest-stop", Doc: "self-test: a daemon whose stop does nothing must be caught",
+		Mix: schedule.Mix{schedule.WorkloadKill: 1}, IntentEvery: 100, Plant: inject.PlantStopNoop + ":jobs-worker-",
+		Expect: []string{"stopped-intent"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
+}
+
+// LookupScenario finds a scenario by name.
+func LookupScenario(name string) (Scenario, error) {
+	s, ok := scenarios[name]
+	if !ok {
+		return Scenario{}, fmt.Errorf("scenario %q: want one of %v", name, ScenarioNames())
+	}
+	return s, nil
+}
+
+// ScenarioNames lists the scenarios, sorted.
+func ScenarioNames() []string {
+	var out []string
+	for n := range scenarios {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bound is a fault kind's recovery bound: generous limits, not
+// performance targets (CHS-3).
+func bound(k schedule.Kind) time.Duration {
+	switch k {
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.ConfigTruncate, schedule.ConfigHalf:
+		return 2 * time.Minute
+	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout:
+		return 2 * time.Minute
+	case schedule.PanicRoot:
+		return 90 * time.Second
+	}
+	return time.Minute
+}

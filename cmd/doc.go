@@ -1,0 +1,2 @@
+// Package cmd holds the executables; cmd/engenho is the daemon and its CLI.
+package cmd

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/control"
+)
+
+// engenho events [--since N] [--tail N] [-f]: the event log (SVC-20).
+func init() {
+	subcommands = append(subcommands, func() *cobra.Command {
+		var args control.EventsArgs
+		cmd := &cobra.Command{
+			Use:   "events [--since N] [-f]",
+			Short: "Show the event log; -f follows new events",
+			Args:  usageArgs(cobra.NoArgs),
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if cmd.Flags().Changed("since") {
+					args.Tail = 0
+				}
+				return withClient(cmd, func(s *session) error { return runEvents(s, args) })
+			},
+		}
+		cmd.Flags().Uint64Var(&args.Since, "since", 0, "events after sequence number N")
+		cmd.Flags().IntVarP(&args.Tail, "tail", "n", 100, "without --since: the last N events (0: all that are kept)")
+		cmd.Flags().BoolVarP(&args.Follow, "follow", "f", false, "keep following new events until interrupted")
+		return cmd
+	})
+}
+
+func runEvents(s *session, args control.EventsArgs) error {
+	_, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
+		if s.json {
+			return printJSON(s.out, e)
+		}
+		_, err := fmt.Fprintln(s.out, formatEvent(e, time.Local))
+		return err
+	})
+	if args.Follow && errors.Is(err, context.Canceled) {
+		return nil // interrupted: the way out of -f
+	}
+	return err
+}
+
+// formatEvent is one event on one line: "#12 2025-03-01 12:00:00.000 warn
+// health.unhealthy web/api web-api-2-x1: no healthy replica for 20s
+// (reason=...)".
+func formatEvent(e messages.Event, loc *time.Location) string {
+	var b strings.Builder
+	at := time.UnixMilli(e.UnixMs).In(loc).Format("2006-01-02 15:04:05.000")
+	fmt.Fprintf(&b, "#%d %s %-5s %s", e.Seq, at, e.Level, e.Kind)
+	if where := eventWhere(e); where != "" {
+		b.WriteString(" " + where)
+	}
+	b.WriteString(": " + e.Message)
+	if len(e.Fields) > 0 {
+		keys := make([]string, 0, len(e.Fields))
+		for k := range e.Fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + e.Fields[k]
+		}
+		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
+	}
+	return b.String()
+}
+
+// eventWhere names what an event is about: stack/service, instance, host,
+// actor.
+func eventWhere(e messages.Event) string {
+	var parts []string
+	switch {
+	case e.Stack != "" && e.Service != "":
+		parts = append(parts, e.Stack+"/"+e.Service)
+	case e.Stack != "":
+		parts = append(parts, e.Stack)
+	}
+	for _, p := range []string{e.Instance, e.Host, e.Actor} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/engenho/engenho/runtime/control"
+)
+
+// engenho reinit journal|identity [--yes]: move the journal or the node's
+// identity aside to DATA/attic/TIMESTAMP (DMN-14). The client reads the stop
+// epoch, shows what will move, asks to confirm, and sends the epoch: if
+// the runtime ran since, the daemon refuses.
+func init() {
+	subcommands = append(subcommands, func() *cobra.Command {
+		var yes bool
+		cmd := &cobra.Command{
+			Use:       "reinit journal|identity",
+			Short:     "Move the journal or the node identity aside to the attic (daemon stopped or failed)",
+			Args:      usageArgs(cobra.ExactArgs(1)),
+			ValidArgs: control.ReinitTargets,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				what := args[0]
+				if !slices.Contains(control.ReinitTargets, what) {
+					return usageError(fmt.Errorf("reinit %q: want one of %s", what, strings.Join(control.ReinitTargets, ", ")))
+				}
+				return withClient(cmd, func(s *session) error {
+					return runReinit(s, what, yes, cmd.InOrStdin(), cmd.ErrOrStderr())
+				})
+			},
+		}
+		cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask to confirm")
+		return cmd
+	})
+}
+
+// errNotConfirmed: the operator did not type yes.
+var errNotConfirmed = errors.New("not confirmed; nothing was moved")
+
+func runReinit(s *session, what string, yes bool, in io.Reader, prompt io.Writer) error {
+	ep, err := s.c.Epoch(s.ctx, control.EpochArgs{What: what})
+	if err != nil {
+		return err
+	}
+	if s.json {
+		if err := printJSON(s.out, ep); err != nil {
+			return err
+		}
+	} else {
+		io.WriteString(s.out, formatReinitPlan(what, ep))
+	}
+	if !ep.Allowed {
+		return fmt.Errorf("reinit %s refused: %s", what, ep.Reason)
+	}
+	if !yes {
+		if err := confirm(in, prompt, isTerminal(in)); err != nil {
+			return err
+		}
+	}
+	res, err := s.c.Reinit(s.ctx, control.ReinitArgs{What: what, Epoch: ep.Epoch})
+	if err != nil {
+		return err
+	}
+	return s.show(res, func() string { return formatReinitDone(res) })
+}
+
+// confirm asks on the terminal; without one it refuses, so a script must
+// say --yes.
+func confirm(in io.Reader, prompt io.Writer, terminal bool) error {
+	if !terminal {
+		return usageError(errors.New("stdin is not a terminal: pass --yes to confirm"))
+	}
+	fmt.Fprint(prompt, `Type "yes" to move them aside: `)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		return errNotConfirmed
+	}
+	if strings.TrimSpace(line) != "yes" {
+		return errNotConfirmed
+	}
+	return nil
+}
+
+// isTerminal reports whether r is a terminal; a variable so tests can say
+// yes.
+var isTerminal = stdinTerminal
+
+func stdinTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// formatReinitPlan says what would move, and whether the daemon allows it.
+func formatReinitPlan(what string, ep control.EpochResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "reinit %s: the daemon is %s (stop epoch %d)\n", what, ep.State.String(), ep.Epoch)
+	if !ep.Allowed {
+		fmt.Fprintf(&b, "not allowed now: %s\n", ep.Reason)
+		return b.String()
+	}
+	dest := ep.Attic
+	if dest == "" {
+		dest = "the attic"
+	}
+	fmt.Fprintf(&b, "will move to %s (nothing is deleted):\n", dest)
+	for _, m := range ep.Moves {
+		b.WriteString("  " + m + "\n")
+	}
+	if len(ep.Moves) == 0 {
+		b.WriteString("  (nothing exists to move)\n")
+	}
+	return b.String()
+}
+
+func formatReinitDone(res control.ReinitResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "reinit %s done; moved aside:\n", res.What)
+	for _, m := range res.Moved {
+		b.WriteString("  " + m + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engenho/engenho/runtime/control"
+	"github.com/engenho/engenho/runtime/stackfile"
+)
+
+// engenho remove STACK [--volumes]: retire every service of a stack
+// (SVC-17).
+func init() {
+	subcommands = append(subcommands, func() *cobra.Command {
+		var volumes bool
+		cmd := &cobra.Command{
+			Use:   "remove STACK [--volumes]",
+			Short: "Remove a stack: retire all its services",
+			Args:  usageArgs(cobra.ExactArgs(1)),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := checkName("stack", args[0]); err != nil {
+					return err
+				}
+				return withClient(cmd, func(s *session) error {
+					res, err := s.c.Remove(s.ctx, control.RemoveArgs{Stack: args[0], Volumes: volumes})
+					if err != nil {
+						return err
+					}
+					return s.show(res, func() string { return formatChanges("removing stack "+res.Stack, res) })
+				})
+			},
+		}
+		cmd.Flags().BoolVar(&volumes, "volumes", false, "also delete the stack's volumes")
+		return cmd
+	})
+}
+
+// formatChanges: a heading, then the changes as the plan table.
+func formatChanges(heading string, res control.ChangeResult) string {
+	var b strings.Builder
+	b.WriteString(heading)
+	if res.Deployment != "" {
+		fmt.Fprintf(&b, " (deployment %s)", res.Deployment)
+	}
+	b.WriteString(":\n")
+	if len(res.Changes) == 0 {
+		b.WriteString("no changes\n")
+		return b.String()
+	}
+	b.WriteString(trimRight(stackfile.FormatPlan(res.Changes)))
+	return b.String()
+}

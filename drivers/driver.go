@@ -1,0 +1,136 @@
+package drivers
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Driver runs workload instances on one backend. Every method takes a
+// context, is safe to call concurrently, and returns errors of kind
+// ErrNotFound, ErrTransient, ErrInvalid or ErrUnsupported (wrapped in *Error).
+type Driver interface {
+	// Name is the driver's config name: "process", "incus", "fake".
+	Name() string
+	// Validate checks that spec can run on this node (command or image
+	// exists) without creating anything (spec SVC-2).
+	Validate(ctx context.Context, spec Spec) error
+	// Create makes a stopped instance from spec; its labels are stored with
+	// the instance so List finds it after any daemon restart (SVC-3).
+	Create(ctx context.Context, spec Spec) error
+	Start(ctx context.Context, name string) error
+	// Stop asks the instance to end (SIGTERM or the backend's equivalent),
+	// waits up to grace, then kills it.
+	Stop(ctx context.Context, name string, grace time.Duration) error
+	Kill(ctx context.Context, name string) error
+	// Delete removes a stopped instance and what the driver keeps for it.
+	Delete(ctx context.Context, name string) error
+	Inspect(ctx context.Context, name string) (Status, error)
+	// Exec runs argv inside the instance (exec health probes).
+	Exec(ctx context.Context, name string, argv []string) (ExecResult, error)
+	Logs(ctx context.Context, name string, opts LogOptions) (io.ReadCloser, error)
+	// List returns every instance whose labels include all of selector.
+	List(ctx context.Context, selector Labels) ([]Status, error)
+	// Watch calls fn once when the named instance's current run ends. It
+	// returns ErrUnsupported where the backend cannot tell (callers then rely
+	// on Inspect). stop cancels the watch; fn is never called after stop
+	// returns.
+	Watch(name string, fn func(Exit)) (stop func(), err error)
+}
+
+// Labels are the key/value pairs stored with an instance.
+type Labels map[string]string
+
+// Label keys engenho stores on every instance (spec SVC-3).
+const (
+	LabelStack      = "engenho.stack"
+	LabelService    = "engenho.service"
+	LabelSlot       = "engenho.slot"
+	LabelRevision   = "engenho.revision"
+	LabelDeployment = "engenho.deployment"
+)
+
+// Spec is everything a driver needs to create one instance.
+type Spec struct {
+	// Name is STACK-SERVICE-SLOT-ID, unique on the node.
+	Name   string
+	Labels Labels
+	// Command is argv: the program for the process driver, the command run
+	// inside the container for incus (empty: the image's init).
+	Command []string
+	// Image is the image alias (incus); unused by the process driver.
+	Image      string
+	Env        map[string]string
+	WorkingDir string
+	// User is "uid[:gid]" or a user name; empty is the daemon's own.
+	User      string
+	Ports     []Port
+	Resources Resources
+}
+
+// Port publishes Target (the port the workload listens on) at
+// 127.0.0.1:HostPort. The process driver cannot remap a port: it gives the
+// workload HostPort in the environment (PORT for the first, PORT_<target>
+// for each) and the workload must listen there.
+type Port struct {
+	Target   int
+	HostPort int
+	Protocol string // "tcp"
+}
+
+// Resources are optional limits; zero means none.
+type Resources struct {
+	CPUs        float64
+	MemoryBytes int64
+}
+
+// State is an instance's coarse state.
+type State string
+
+const (
+	StateRunning    State = "running"
+	StateStopped    State = "stopped"
+	StateStarting   State = "starting"
+	StateRestarting State = "restarting"
+	StatePaused     State = "paused"
+	StateUnknown    State = "unknown"
+)
+
+// Status is what Inspect and List observe about an instance.
+type Status struct {
+	Name   string
+	State  State
+	Labels Labels
+	// StartedAt is when the current run began (zero when stopped). A change
+	// the daemon did not cause means something else restarted it (SVC-9).
+	StartedAt time.Time
+	Pid       int
+	// Addresses maps a published Target port to the host address that
+	// reaches it, e.g. 80 -> "127.0.0.1:41234".
+	Addresses map[int]string
+	// ExitCode of the last run, when stopped; -1 when unknown.
+	ExitCode int
+}
+
+// Exit reports the end of one run of an instance.
+type Exit struct {
+	Name     string
+	ExitCode int    // -1 when killed by a signal or unknown
+	Signal   string // e.g. "killed", empty when it exited
+	At       time.Time
+}
+
+// ExecResult is the outcome of Exec.
+type ExecResult struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+}
+
+// LogOptions select instance output.
+type LogOptions struct {
+	// Tail returns only the last Tail lines; 0 means all that is kept.
+	Tail int
+	// Follow keeps the reader open and streams new output until ctx ends.
+	Follow bool
+}

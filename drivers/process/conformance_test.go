@@ -1,0 +1,31 @@
+package process_test
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/drivertest"
+	"github.com/engenho/engenho/drivers/process"
+)
+
+func shSpec(name, script string, labels drivers.Labels) drivers.Spec {
+	return drivers.Spec{Name: name, Labels: labels, Command: []string{"sh", "-c", script}}
+}
+
+func newDriver(t testing.TB, dir string) *process.Driver {
+	t.Helper()
+	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return d
+}
+
+// DRV-2, DRV-3: the process driver passes the conformance suite.
+func TestConformance(t *testing.T) {
+	d := newDriver(t, t.TempDir())
+	defer d.Close()
+	drivertest.Run(t, drivertest.Harness{Driver: d, Spec: shSpec})
+}

@@ -1,0 +1,335 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/runtime/clock"
+)
+
+// DriverName is the process driver's config name.
+const DriverName = "process"
+
+// Defaults for Options.
+const (
+	DefaultLogMaxBytes = 10 << 20
+	DefaultLogFiles    = 3
+)
+
+// rotateEvery is how often every instance's log is checked for rotation.
+const rotateEvery = time.Second
+
+// Options configure a process driver.
+type Options struct {
+	// Dir holds the driver's state: DIR/instances/NAME/{state.json,
+	// output.log*}. Required. One Driver at a time may use a Dir.
+	Dir string
+	// Clock stamps StartedAt and drives Stop's grace, log rotation checks
+	// and Logs follow polling; default the wall clock.
+	Clock  clock.Clock
+	Logger zerolog.Logger
+	// LogMaxBytes is the size at which an instance's output file is
+	// rotated (default 10 MiB).
+	LogMaxBytes int64
+	// LogFiles is how many rotated files are kept besides the current one
+	// (default 3).
+	LogFiles int
+}
+
+// Driver runs instances as local processes.
+type Driver struct {
+	opts Options
+	clk  clock.Clock
+	log  zerolog.Logger
+	r    *reaper
+	lock *os.File // flock on DIR/lock
+	null *os.File // /dev/null, every child's stdin
+	done chan struct{}
+	bg   sync.WaitGroup // exit handling in progress; Close waits for it
+
+	mu        sync.Mutex
+	instances map[string]*instance
+	closed    bool
+	rotation  clock.Timer
+	rotating  sync.WaitGroup
+	nextWatch uint64
+	// runs maps run tokens to live runs while New loads (see findRun).
+	runs map[string]tokenRun
+}
+
+// instance is one workload. mu serialises its lifecycle; it is never held
+// while waiting for a process.
+type instance struct {
+	mu       sync.Mutex
+	name     string
+	dir      string
+	rec      *record
+	logs     *logSet
+	proc     *proc // the current run; nil when stopped
+	run      uint64
+	runDone  chan struct{} // closed when the current run ends
+	lastExit drivers.Exit
+	watches  map[uint64]*drivers.OnceWatch
+	deleted  bool
+	prog     string // resolved command, re-resolved when it stops being executable
+	version  uint64 // of rec, bumped at every change
+
+	saveMu sync.Mutex
+	saved  uint64 // version on disk
+	gone   bool   // the directory was removed
+}
+
+// New opens (or creates) Dir and adopts the instances whose processes are
+// still running: those whose pid and /proc start time both match their
+// state file (DRV-4). It returns an error when another Driver holds Dir.
+func New(opts Options) (*Driver, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("process driver: Options.Dir is empty")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.New()
+	}
+	if opts.LogMaxBytes <= 0 {
+		opts.LogMaxBytes = DefaultLogMaxBytes
+	}
+	if opts.LogFiles <= 0 {
+		opts.LogFiles = DefaultLogFiles
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "instances"), 0o700); err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	lock, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	d := &Driver{
+		opts:      opts,
+		clk:       opts.Clock,
+		log:       opts.Logger.With().Str("driver", DriverName).Logger(),
+		r:         theReaper,
+		lock:      lock,
+		null:      null,
+		done:      make(chan struct{}),
+		instances: make(map[string]*instance),
+	}
+	if err := d.r.acquire(); err != nil {
+		lock.Close()
+		null.Close()
+		return nil, fmt.Errorf("process driver: reaper: %w", err)
+	}
+	if err := d.load(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.mu.Lock()
+	d.rotation = d.clk.AfterFunc(rotateEvery, d.rotateTick)
+	d.mu.Unlock()
+	return d, nil
+}
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("process driver: %s is in use by another driver: %w", dir, err)
+	}
+	return f, nil
+}
+
+// load reads every instance directory and adopts running processes.
+func (d *Driver) load() error {
+	root := filepath.Join(d.opts.Dir, "instances")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("process driver: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || drivers.CheckName(name) != nil {
+			d.log.Warn().Str("entry", name).Msg("ignoring unexpected entry in instances dir")
+			continue
+		}
+		in, err := d.loadInstance(filepath.Join(root, name), name)
+		if errors.Is(err, errClosed) {
+			return err
+		}
+		if err != nil {
+			d.log.Error().Err(err).Str("instance", name).Msg("cannot load instance; left untouched")
+			continue
+		}
+		d.instances[name] = in
+	}
+	d.runs = nil
+	return nil
+}
+
+func (d *Driver) loadInstance(dir, name string) (*instance, error) {
+	rec, err := loadRecord(dir)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Spec.Name != name {
+		return nil, fmt.Errorf("state file names %q", rec.Spec.Name)
+	}
+	in := d.newInstance(dir, rec)
+	if !rec.Running && rec.Launching {
+		adopted, err := d.adoptLaunch(in)
+		if err != nil {
+			return nil, err
+		}
+		if adopted {
+			d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("adopted a run whose start the last daemon did not live to record")
+		}
+		return in, nil
+	}
+	if !rec.Running {
+		return in, nil
+	}
+	ok, err := d.attach(in, rec.Pid, rec.ProcStart)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("adopted running instance")
+		return in, nil
+	}
+	// Gone, or the pid now belongs to another process: the run ended while
+	// no driver watched it, with an exit code nobody saw.
+	d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("instance process is gone; not adopted")
+	rec.Running, rec.Pid, rec.ProcStart, rec.StartedAt, rec.ExitCode, rec.Signal = false, 0, 0, time.Time{}, -1, ""
+	in.lastExit = drivers.Exit{Name: name, ExitCode: -1}
+	if err := rec.save(dir); err != nil {
+		d.log.Error().Err(err).Str("instance", name).Msg("cannot record the lost run")
+	}
+	return in, nil
+}
+
+func (d *Driver) newInstance(dir string, rec *record) *instance {
+	return &instance{
+		name:     rec.Spec.Name,
+		dir:      dir,
+		rec:      rec,
+		logs:     &logSet{path: filepath.Join(dir, "output.log"), max: d.opts.LogMaxBytes, keep: d.opts.LogFiles},
+		lastExit: drivers.Exit{Name: rec.Spec.Name, ExitCode: rec.ExitCode, Signal: rec.Signal},
+		watches:  make(map[uint64]*drivers.OnceWatch),
+	}
+}
+
+// Close stops watching and releases Dir. Running workloads keep running
+// (a daemon restart must not restart them); a new Driver on the same Dir
+// adopts them. Watches never fire after Close.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	close(d.done)
+	if d.rotation != nil {
+		d.rotation.Stop()
+	}
+	all := make([]*instance, 0, len(d.instances))
+	for _, in := range d.instances {
+		all = append(all, in)
+	}
+	d.mu.Unlock()
+	d.rotating.Wait()
+	for _, in := range all {
+		in.mu.Lock()
+		if in.proc != nil {
+			d.r.detach(in.proc)
+		}
+		for _, w := range in.watches {
+			w.Cancel()
+		}
+		clear(in.watches)
+		in.mu.Unlock()
+	}
+	d.r.release()
+	d.bg.Wait()
+	d.null.Close()
+	return d.lock.Close()
+}
+
+// Name is "process".
+func (d *Driver) Name() string { return DriverName }
+
+func (d *Driver) errorf(op, name string, kind error, format string, args ...any) error {
+	return drivers.Errorf(DriverName, op, name, kind, format, args...)
+}
+
+// get returns the live instance name, or ErrNotFound.
+func (d *Driver) get(op, name string) (*instance, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, d.errorf(op, name, drivers.ErrInvalid, "driver closed")
+	}
+	in, ok := d.instances[name]
+	if !ok {
+		return nil, d.errorf(op, name, drivers.ErrNotFound, "")
+	}
+	return in, nil
+}
+
+// lockLive locks the instance and checks it was not deleted meanwhile.
+func (d *Driver) lockLive(op, name string) (*instance, error) {
+	in, err := d.get(op, name)
+	if err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	if in.deleted {
+		in.mu.Unlock()
+		return nil, d.errorf(op, name, drivers.ErrNotFound, "")
+	}
+	return in, nil
+}
+
+// rotateTick rotates full logs, then re-arms itself.
+func (d *Driver) rotateTick() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.rotating.Add(1)
+	all := make([]*instance, 0, len(d.instances))
+	for _, in := range d.instances {
+		all = append(all, in)
+	}
+	d.mu.Unlock()
+	defer d.rotating.Done()
+	for _, in := range all {
+		if err := in.logs.rotateIfFull(); err != nil {
+			d.log.Warn().Err(err).Str("instance", in.name).Msg("log rotation failed")
+		}
+	}
+	d.mu.Lock()
+	if !d.closed {
+		d.rotation = d.clk.AfterFunc(rotateEvery, d.rotateTick)
+	}
+	d.mu.Unlock()
+}
+
+// watch is one Watch registration: it fires at most once, never after
+// cancel.
+
+var _ drivers.Driver = (*Driver)(nil)

@@ -1,0 +1,124 @@
+package process
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/engenho/engenho/drivers"
+)
+
+func TestParseStartTime(t *testing.T) {
+	// A command may contain spaces and ')' (field 2); starttime is field 22.
+	stat := "4242 (we ird) (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10"
+	got, err := parseStartTime([]byte(stat))
+	if err != nil || got != 987654 {
+		t.Fatalf("parseStartTime: %d %v, want 987654", got, err)
+	}
+	for _, bad := range []string{"", "1 (x S 1", "1 (x) S 1 2 3"} {
+		if _, err := parseStartTime([]byte(bad)); err == nil {
+			t.Errorf("parseStartTime(%q): no error", bad)
+		}
+	}
+	self, err := procStartTime(os.Getpid())
+	if err != nil || self == 0 {
+		t.Fatalf("procStartTime(self): %d %v", self, err)
+	}
+}
+
+func writeRecord(t *testing.T, dir string, rec record) {
+	t.Helper()
+	idir := filepath.Join(dir, "instances", rec.Spec.Name)
+	if err := os.MkdirAll(idir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.save(idir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// DRV-4: an instance is adopted only when pid and start time both match
+// its state file; a reused or vanished pid is never taken for it.
+func TestAdoptOnlyWhenPidAndStartTimeMatch(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(name string) drivers.Spec {
+		return drivers.Spec{Name: name, Command: []string{"sleep", "3600"}, Labels: drivers.Labels{"k": name}}
+	}
+	startedAt := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+
+	// The pid is alive (this test binary) but its start time differs:
+	// the pid was reused.
+	self, _ := procStartTime(os.Getpid())
+	writeRecord(t, dir, record{Spec: spec("reused"), Running: true, Pid: os.Getpid(), ProcStart: self + 1, StartedAt: startedAt})
+
+	// The pid is gone.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	writeRecord(t, dir, record{Spec: spec("vanished"), Running: true, Pid: gone.Process.Pid, ProcStart: 1, StartedAt: startedAt})
+
+	// The real thing: a live process with its own start time.
+	live := exec.Command("sleep", "3600")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer live.Process.Kill()
+	liveStart, err := procStartTime(live.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRecord(t, dir, record{Spec: spec("real"), Running: true, Pid: live.Process.Pid, ProcStart: liveStart, StartedAt: startedAt})
+
+	// A state file that cannot be read is left alone.
+	broken := filepath.Join(dir, "instances", "broken")
+	os.MkdirAll(broken, 0o700)
+	os.WriteFile(filepath.Join(broken, stateFile), []byte("{not json"), 0o600)
+
+	d, err := New(Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	for _, name := range []string{"reused", "vanished"} {
+		st, err := d.Inspect(ctx, name)
+		if err != nil || st.State != drivers.StateStopped || st.Pid != 0 || !st.StartedAt.IsZero() || st.ExitCode != -1 {
+			t.Errorf("%s: %+v %v, want stopped, no pid, exit -1", name, st, err)
+		}
+		rec, _ := loadRecord(filepath.Join(dir, "instances", name))
+		if rec == nil || rec.Running {
+			t.Errorf("%s: state file still says running: %+v", name, rec)
+		}
+	}
+	st, err := d.Inspect(ctx, "real")
+	if err != nil || st.State != drivers.StateRunning || st.Pid != live.Process.Pid || !st.StartedAt.Equal(startedAt) {
+		t.Fatalf("real: %+v %v, want adopted", st, err)
+	}
+	if _, err := d.Inspect(ctx, "broken"); err == nil {
+		t.Errorf("an unreadable instance was loaded")
+	}
+	if b, _ := os.ReadFile(filepath.Join(broken, stateFile)); string(b) != "{not json" {
+		t.Errorf("the unreadable state file was changed")
+	}
+
+	exited := make(chan drivers.Exit, 1)
+	if _, err := d.Watch("real", func(e drivers.Exit) { exited <- e }); err != nil {
+		t.Fatal(err)
+	}
+	live.Process.Kill()
+	live.Wait() // os/exec reaps it: it is its child, not the driver's
+	select {
+	case e := <-exited:
+		if e.ExitCode != -1 {
+			t.Errorf("adopted exit code %d, want -1 (unknown)", e.ExitCode)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit seen for the adopted process")
+	}
+}

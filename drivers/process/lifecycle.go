@@ -1,0 +1,440 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/engenho/engenho/drivers"
+)
+
+// Operation names used in errors.
+const (
+	opValidate = "validate"
+	opCreate   = "create"
+	opStart    = "start"
+	opStop     = "stop"
+	opKill     = "kill"
+	opDelete   = "delete"
+	opInspect  = "inspect"
+	opExec     = "exec"
+	opLogs     = "logs"
+	opList     = "list"
+	opWatch    = "watch"
+)
+
+// Validate checks that spec can run here: a valid name, a command that
+// resolves, an existing working directory, a known user, sane ports.
+func (d *Driver) Validate(ctx context.Context, spec drivers.Spec) error {
+	if err := checkSpec(spec); err != nil {
+		return drivers.Wrap(DriverName, opValidate, spec.Name, drivers.ErrInvalid, err)
+	}
+	return nil
+}
+
+// Create validates spec and records a stopped instance on disk.
+func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
+	if err := checkSpec(spec); err != nil {
+		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrInvalid, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return d.errorf(opCreate, spec.Name, drivers.ErrInvalid, "driver closed")
+	}
+	if _, ok := d.instances[spec.Name]; ok {
+		return d.errorf(opCreate, spec.Name, drivers.ErrInvalid, "instance exists")
+	}
+	dir := filepath.Join(d.opts.Dir, "instances", spec.Name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return d.errorf(opCreate, spec.Name, drivers.ErrInvalid, "%s exists on disk but is not a loadable instance", dir)
+		}
+		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
+	}
+	rec := &record{Spec: cloneSpec(spec), ExitCode: -1}
+	in := d.newInstance(dir, rec)
+	f, err := in.logs.openForWorkload()
+	if err == nil {
+		f.Close()
+		err = rec.save(dir)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
+	}
+	d.instances[spec.Name] = in
+	if spec.Resources != (drivers.Resources{}) {
+		d.log.Warn().Str("instance", spec.Name).Float64("cpus", spec.Resources.CPUs).
+			Int64("memory_bytes", spec.Resources.MemoryBytes).Msg("resource limits are not enforced by the process driver")
+	}
+	return nil
+}
+
+// Start runs the instance's command in its own process group, output to
+// its log, and watches for its exit. Starting a running instance is a
+// no-op.
+func (d *Driver) Start(ctx context.Context, name string) error {
+	in, err := d.lockLive(opStart, name)
+	if err != nil {
+		return err
+	}
+	killed, err := d.startLocked(in)
+	in.mu.Unlock()
+	if killed != nil {
+		d.waitRun(ctx, opStart, name, killed)
+	}
+	return err
+}
+
+// startLocked starts a run of in; in.mu must be held. When the run started
+// but could not be recorded it is killed, and killed is its done channel.
+func (d *Driver) startLocked(in *instance) (killed <-chan struct{}, err error) {
+	name := in.name
+	if in.proc != nil {
+		return nil, nil
+	}
+	spec := in.rec.Spec
+	// The program resolved earlier is reused while it is still executable
+	// (one stat on the restart path); otherwise it is looked up again.
+	if in.prog == "" || isExecutable(in.prog) != nil {
+		prog, err := resolveCommand(spec)
+		if err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
+		}
+		in.prog = prog
+	}
+	id, err := credentialFor(spec.User)
+	if err != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
+	}
+	hostPorts, err := assignPorts(spec.Ports)
+	if err != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
+	}
+	if err := in.logs.rotateIfFull(); err != nil {
+		d.log.Warn().Err(err).Str("instance", name).Msg("log rotation failed")
+	}
+	out, err := in.logs.openForWorkload()
+	if err != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
+	}
+	defer out.Close()
+
+	run := in.run + 1
+	token := newRunToken()
+	attr := &syscall.ProcAttr{
+		Dir:   spec.WorkingDir,
+		Env:   append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token),
+		Files: []uintptr{d.null.Fd(), out.Fd(), out.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: id.cred},
+	}
+	if err := d.recordLaunch(in, token, hostPorts); err != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
+	}
+	sp, err := d.r.spawn(in.prog, spec.Command, attr, d.onExit(in, run))
+	if err != nil {
+		in.rec.Launching = false
+		in.persist(in.snapshot())
+		return nil, drivers.Wrap(DriverName, opStart, name, spawnKind(err), err)
+	}
+	in.run, in.proc, in.runDone = run, sp.proc, make(chan struct{})
+	in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.Launching = true, sp.proc.pid, sp.procStart, false
+	in.rec.StartedAt = d.nextStartedAt(in)
+	in.rec.ExitCode, in.rec.Signal = 0, ""
+	// Recorded before Start returns: a daemon that dies now must find the
+	// run on restart, or it would start a second one. So a run that cannot
+	// be recorded is ended.
+	if err := in.persist(in.snapshot()); err != nil {
+		d.r.signalGroup(sp.proc, unix.SIGKILL)
+		return in.runDone, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the run: %w", err))
+	}
+	return nil, nil
+}
+
+// nextStartedAt is now, nudged past the previous run's start so every run
+// has its own StartedAt even on a coarse or fake clock.
+func (d *Driver) nextStartedAt(in *instance) time.Time {
+	now := d.clk.Now()
+	if prev := in.lastExit.At; !now.After(prev) && !prev.IsZero() {
+		now = prev.Add(time.Nanosecond)
+	}
+	return now
+}
+
+// spawnKind classifies a fork/exec failure: a problem with the spec is
+// invalid, anything else (no memory, too many processes) transient.
+func spawnKind(err error) error {
+	for _, e := range []syscall.Errno{unix.ENOENT, unix.EACCES, unix.ENOEXEC, unix.ENOTDIR, unix.EPERM, unix.EISDIR, unix.ELOOP, unix.ENAMETOOLONG} {
+		if errors.Is(err, e) {
+			return drivers.ErrInvalid
+		}
+	}
+	return drivers.ErrTransient
+}
+
+// onExit returns the handler for the end of run of in. It runs in the
+// reaper goroutine: it records the exit and hands the watches to one
+// goroutine, so a callback that calls back into the driver (Start, Stop)
+// cannot stall exit handling for everyone else.
+func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
+	return func(st exitStatus) {
+		if !d.track() {
+			return // closed: the next Driver on Dir will see the run ended
+		}
+		in.mu.Lock()
+		if in.run != run || in.proc == nil {
+			in.mu.Unlock()
+			d.bg.Done()
+			return
+		}
+		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, At: d.clk.Now()}
+		in.proc, in.lastExit = nil, exit
+		in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.StartedAt = false, 0, 0, time.Time{}
+		in.rec.ExitCode, in.rec.Signal = st.code, st.signal
+		close(in.runDone)
+		ws := in.takeWatches()
+		snap, v := in.snapshot()
+		in.mu.Unlock()
+		if len(ws) > 0 {
+			go fireAll(ws, exit)
+		}
+		// The exit is written off the restart path. Should the daemon die
+		// first, the stale "running" record fails the pid+start-time check
+		// on restart and the run is seen as ended (exit code unknown).
+		go func() {
+			defer d.bg.Done()
+			if err := in.persist(snap, v); err != nil {
+				d.log.Error().Err(err).Str("instance", in.name).Msg("cannot record the exit")
+			}
+		}()
+		d.log.Debug().Str("instance", in.name).Int("exit_code", st.code).Str("signal", st.signal).Msg("instance exited")
+	}
+}
+
+// track counts one more piece of exit handling that Close must wait for;
+// it reports false once the driver is closed.
+func (d *Driver) track() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.bg.Add(1)
+	return true
+}
+
+// takeWatches removes and returns the armed watches in registration
+// order; in.mu must be held.
+func (in *instance) takeWatches() []*drivers.OnceWatch {
+	ids := slices.Sorted(maps.Keys(in.watches))
+	ws := make([]*drivers.OnceWatch, 0, len(ids))
+	for _, id := range ids {
+		ws = append(ws, in.watches[id])
+	}
+	clear(in.watches)
+	return ws
+}
+
+func fireAll(ws []*drivers.OnceWatch, e drivers.Exit) {
+	for _, w := range ws {
+		w.Fire(e)
+	}
+}
+
+// Stop sends SIGTERM to the instance's process group, waits up to grace
+// for the run to end, then sends SIGKILL and waits for the exit. Stopping
+// a stopped instance is a no-op.
+func (d *Driver) Stop(ctx context.Context, name string, grace time.Duration) error {
+	in, err := d.lockLive(opStop, name)
+	if err != nil {
+		return err
+	}
+	p, done := in.proc, in.runDone
+	if p != nil {
+		d.r.signalGroup(p, unix.SIGTERM)
+	}
+	in.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	if grace > 0 {
+		t := d.clk.NewTimer(grace)
+		select {
+		case <-done:
+			t.Stop()
+			return nil
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return drivers.Wrap(DriverName, opStop, name, drivers.ErrTransient, ctx.Err())
+		case <-d.done:
+			t.Stop()
+			return d.errorf(opStop, name, drivers.ErrInvalid, "driver closed")
+		}
+	}
+	d.r.signalGroup(p, unix.SIGKILL)
+	return d.waitRun(ctx, opStop, name, done)
+}
+
+// Kill sends SIGKILL to the instance's process group and waits for the
+// exit. Killing a stopped instance is a no-op.
+func (d *Driver) Kill(ctx context.Context, name string) error {
+	in, err := d.lockLive(opKill, name)
+	if err != nil {
+		return err
+	}
+	p, done := in.proc, in.runDone
+	if p != nil {
+		d.r.signalGroup(p, unix.SIGKILL)
+	}
+	in.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return d.waitRun(ctx, opKill, name, done)
+}
+
+func (d *Driver) waitRun(ctx context.Context, op, name string, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return drivers.Wrap(DriverName, op, name, drivers.ErrTransient, ctx.Err())
+	case <-d.done:
+		return d.errorf(op, name, drivers.ErrInvalid, "driver closed")
+	}
+}
+
+// Delete removes a stopped instance: its state and its logs. A running one
+// is refused (ErrInvalid).
+func (d *Driver) Delete(ctx context.Context, name string) error {
+	in, err := d.lockLive(opDelete, name)
+	if err != nil {
+		return err
+	}
+	if in.proc != nil {
+		in.mu.Unlock()
+		return d.errorf(opDelete, name, drivers.ErrInvalid, "instance is running; stop it first")
+	}
+	in.saveMu.Lock()
+	err = os.RemoveAll(in.dir)
+	in.gone = err == nil
+	in.saveMu.Unlock()
+	if err != nil {
+		in.mu.Unlock()
+		return drivers.Wrap(DriverName, opDelete, name, drivers.ErrTransient, err)
+	}
+	in.deleted = true
+	in.mu.Unlock()
+	d.mu.Lock()
+	if d.instances[name] == in {
+		delete(d.instances, name)
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+// Inspect returns the instance's status.
+func (d *Driver) Inspect(ctx context.Context, name string) (drivers.Status, error) {
+	in, err := d.lockLive(opInspect, name)
+	if err != nil {
+		return drivers.Status{}, err
+	}
+	defer in.mu.Unlock()
+	return in.status(), nil
+}
+
+// status reads in; in.mu must be held.
+func (in *instance) status() drivers.Status {
+	st := drivers.Status{
+		Name:     in.name,
+		State:    drivers.StateStopped,
+		Labels:   maps.Clone(in.rec.Spec.Labels),
+		ExitCode: in.rec.ExitCode,
+	}
+	if in.proc != nil {
+		st.State = drivers.StateRunning
+		st.StartedAt = in.rec.StartedAt
+		st.Pid = in.rec.Pid
+		st.Addresses = addresses(in.rec.HostPorts)
+	}
+	return st
+}
+
+// List returns the instances whose labels include selector, by name.
+func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.Status, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, d.errorf(opList, "", drivers.ErrInvalid, "driver closed")
+	}
+	all := make([]*instance, 0, len(d.instances))
+	for _, in := range d.instances {
+		all = append(all, in)
+	}
+	d.mu.Unlock()
+	var out []drivers.Status
+	for _, in := range all {
+		in.mu.Lock()
+		if !in.deleted && matches(in.rec.Spec.Labels, selector) {
+			out = append(out, in.status())
+		}
+		in.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func matches(labels, selector drivers.Labels) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Watch calls fn once when the current run ends. On an instance that is
+// not running it calls fn soon, in its own goroutine, with the last exit.
+// No call begins after stop returns.
+func (d *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
+	in, err := d.lockLive(opWatch, name)
+	if err != nil {
+		return nil, err
+	}
+	defer in.mu.Unlock()
+	w := drivers.NewOnceWatch(fn)
+	if in.proc == nil {
+		go w.Fire(in.lastExit)
+		return w.Cancel, nil
+	}
+	d.mu.Lock()
+	d.nextWatch++
+	id := d.nextWatch
+	d.mu.Unlock()
+	in.watches[id] = w
+	return func() {
+		w.Cancel()
+		in.mu.Lock()
+		delete(in.watches, id)
+		in.mu.Unlock()
+	}, nil
+}
+
+func cloneSpec(s drivers.Spec) drivers.Spec {
+	s.Labels = maps.Clone(s.Labels)
+	s.Env = maps.Clone(s.Env)
+	s.Command = slices.Clone(s.Command)
+	s.Ports = slices.Clone(s.Ports)
+	return s
+}

@@ -1,0 +1,44 @@
+package drivers
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+func TestTailLines(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\n", 5, "a\nb\n"},
+		{"a\nb\n", 0, "a\nb\n"},
+		{"a\nb\nc\n", 3, "a\nb\nc\n"},
+		{"a\nb\nc", 1, "c"},
+		{"\n\n", 1, "\n"},
+		{"", 3, ""},
+	} {
+		if got := string(TailLines([]byte(c.in), c.n)); got != c.want {
+			t.Errorf("TailLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+// DRV-1: a watch fires once, and never after it was cancelled.
+func TestOnceWatch(t *testing.T) {
+	var n atomic.Int32
+	w := NewOnceWatch(func(Exit) { n.Add(1) })
+	w.Fire(Exit{})
+	w.Fire(Exit{})
+	if n.Load() != 1 {
+		t.Fatalf("fired %d times", n.Load())
+	}
+	c := NewOnceWatch(func(Exit) { n.Add(1) })
+	c.Cancel()
+	c.Fire(Exit{})
+	if n.Load() != 1 {
+		t.Fatal("fired after cancel")
+	}
+}

@@ -1,0 +1,60 @@
+package messages
+
+// Event is one entry of the node's event log (spec SVC-20). Seq is assigned
+// by the journal when the event is appended and grows by one across daemon
+// restarts.
+type Event struct {
+	Seq      uint64            `json:"seq"`
+	UnixMs   int64             `json:"unix_ms"`
+	Level    Level             `json:"level"`
+	Kind     string            `json:"kind"`
+	Stack    string            `json:"stack,omitempty"`
+	Service  string            `json:"service,omitempty"`
+	Instance string            `json:"instance,omitempty"`
+	Host     string            `json:"host,omitempty"`
+	Actor    string            `json:"actor,omitempty"`
+	Message  string            `json:"message"`
+	Fields   map[string]string `json:"fields,omitempty"`
+}
+
+// Level is an event's severity.
+type Level string
+
+const (
+	LevelInfo  Level = "info"
+	LevelWarn  Level = "warn"
+	LevelError Level = "error"
+)
+
+// Event kinds. The dotted prefix names the domain.
+const (
+	KindDeploySucceeded   = "deploy.succeeded"
+	KindDeployFailed      = "deploy.failed"
+	KindRolloutStarted    = "rollout.started"
+	KindRolloutPaused     = "rollout.paused"
+	KindRolloutRolledBack = "rollout.rolled_back"
+	KindRolloutSuperseded = "rollout.superseded"
+	KindHealthUnhealthy   = "health.unhealthy"
+	KindHealthRecovered   = "health.recovered"
+	KindReplicaStarted    = "replica.started"
+	KindReplicaRestarted  = "replica.restarted"
+	KindReplicaReplaced   = "replica.replaced"
+	KindReplicaRemoved    = "replica.removed"
+	KindReplicaLimit      = "replica.restart_limit"
+	KindActorRestarted    = "actor.restarted"
+	KindActorEscalated    = "actor.escalated"
+	KindServiceStopped    = "service.stopped"
+	KindServiceStarted    = "service.started"
+	KindStackRemoved      = "stack.removed"
+	KindHostWoke          = "host.woke"
+	KindHostSlept         = "host.slept"
+	KindHostState         = "host.state"
+	KindHostWakeFailed    = "host.wake_failed"
+	KindLeaseLost         = "lease.lost"
+	KindSidecarRestarted  = "sidecar.restarted"
+	KindDaemonBooted      = "daemon.booted"
+	KindDaemonCrashed     = "daemon.crashed"
+	KindDaemonState       = "daemon.state"
+	KindConfigReloaded    = "config.reloaded"
+	KindConfigRejected    = "config.rejected"
+)

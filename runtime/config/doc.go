@@ -1,0 +1,24 @@
+// Package config reads, validates and watches the daemon's configuration
+// (spec DMN-15, DMN-16).
+//
+// Load reads the YAML file once, keeps its bytes for the Digest, and builds
+// a typed Config: defaults, then the file, then ENGENHO_SECTION_KEY
+// environment overrides (viper layers them), then command-line Overrides.
+// The file is also parsed with go.yaml.in/yaml/v3 into a node tree, because
+// viper keeps no line numbers and silently ignores keys it does not know:
+// that pass rejects unknown and duplicate keys and values of the wrong shape
+// with their line, and remembers every key's line so a bad value is
+// reported as "config FILE:LINE: KEY: what is wrong". Viper then supplies
+// each key's effective value and a small converter per Go type gives the
+// typed value (viper's own decoding would quote values in its errors, and a
+// value may be a secret, SEC-2).
+//
+// Diff classifies what changed between two configs: applied in place,
+// needing a runtime restart, or a relaunch of the process. ResolveStacks
+// expands the stack globs. Watcher reports settled bursts of changes to the
+// config file and the stack files (fsnotify, debounced on the injected
+// clock). Changed supports the failed-boot retry rule: if the file changed
+// since it was read, retry once.
+//
+// The reference of every key is docs/config.md.
+package config

@@ -1,0 +1,4 @@
+// Package controltest has a fake control.Handler for tests of the control
+// socket, its clients and the CLI: canned results, recorded calls, streams
+// fed from channels.
+package controltest

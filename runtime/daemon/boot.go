@@ -1,0 +1,435 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/activator"
+	"github.com/engenho/engenho/actors/root"
+	"github.com/engenho/engenho/actors/service"
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/incus"
+	"github.com/engenho/engenho/drivers/objstore"
+	"github.com/engenho/engenho/drivers/process"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/balancer"
+	"github.com/engenho/engenho/runtime/config"
+	"github.com/engenho/engenho/runtime/edge"
+	"github.com/engenho/engenho/runtime/journal"
+	"github.com/engenho/engenho/runtime/lifecycle"
+	"github.com/engenho/engenho/runtime/metrics"
+	"github.com/engenho/engenho/runtime/stackfile"
+	"github.com/engenho/engenho/runtime/status"
+)
+
+// parts is what the boot phases have built so far; the drain and the
+// release take it down again.
+type parts struct {
+	journal  *journal.Journal
+	sink     eventSink
+	drivers  map[string]drivers.Driver
+	closers  []func() error
+	deployer *Deployer
+	desired  []messages.ApplyStack
+	removing []string
+	store    objstore.Store
+	prefix   string
+	rt       *runtime
+}
+
+// runtime is the running supervision tree and what serves it.
+type runtime struct {
+	engine   *actor.Engine
+	sys      *supervise.System
+	root     *actor.PID
+	board    *status.Board
+	balancer *balancer.Balancer
+	deployer *Deployer
+	journal  *journal.Journal
+	drivers  map[string]drivers.Driver
+	exited   chan messages.ChildExited
+	draining chan struct{}
+	routes   *edge.Table
+	edge     *edge.Edge
+}
+
+// runPhase runs one boot phase in its own goroutine and posts the outcome.
+func (d *Daemon) runPhase(e lifecycle.RunPhase) {
+	start := d.clk.Now()
+	apply, err := d.phase(e.Phase)
+	took := d.clk.Since(start)
+	ev := lifecycle.Event(lifecycle.PhaseDone{Phase: e.Phase})
+	if err != nil {
+		ev = lifecycle.PhaseFailed{Phase: e.Phase, Class: classify(err), Reason: err.Error()}
+		d.log.Error().Err(err).Str("phase", string(e.Phase)).Msg("boot phase failed")
+	}
+	d.in <- input{ev: ev, apply: func() {
+		d.recordPhase(e, took, err)
+		if apply != nil && err == nil {
+			apply()
+		}
+	}}
+}
+
+// configError marks a failure that no retry without a change can fix.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+func classify(err error) lifecycle.CauseClass {
+	var ce configError
+	if errors.As(err, &ce) {
+		return lifecycle.CauseConfig
+	}
+	return lifecycle.CauseTransient
+}
+
+func (d *Daemon) phase(p lifecycle.Phase) (func(), error) {
+	switch p {
+	case lifecycle.PhaseResolveConfig:
+		return d.resolveConfig()
+	case lifecycle.PhaseOpenJournal:
+		return d.openJournal()
+	case lifecycle.PhaseAdopt:
+		return d.prepareDrivers()
+	case lifecycle.PhaseStartTree:
+		return d.startTree()
+	case lifecycle.PhaseListen:
+		return d.listen()
+	}
+	return nil, fmt.Errorf("unknown phase %s", p)
+}
+
+func (d *Daemon) recordPhase(e lifecycle.RunPhase, took time.Duration, err error) {
+	if e.Phase == lifecycle.PhaseResolveConfig {
+		d.boot = journal.BootAttempt{StartedAt: d.clk.Now().Add(-took), Outcome: journal.BootRunning}
+	}
+	ph := journal.Phase{Name: string(e.Phase), Duration: took}
+	if err != nil {
+		ph.Error = err.Error()
+		d.boot.Outcome, d.boot.Error, d.boot.EndedAt = journal.BootFailed, err.Error(), d.clk.Now()
+		d.saveBoot()
+	}
+	d.boot.Phases = append(d.boot.Phases, ph)
+}
+
+// saveBoot keeps the boot attempt in the boot journal (DMN-7) when the
+// journal is open.
+func (d *Daemon) saveBoot() {
+	if d.parts == nil || d.parts.journal == nil {
+		return
+	}
+	rec, err := d.parts.journal.RecordBoot(d.boot)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("recording the boot attempt")
+		return
+	}
+	d.boot = rec
+}
+
+// resolveConfig reads the config file again: a boot always runs on what
+// the file says now (DMN-16).
+func (d *Daemon) resolveConfig() (func(), error) {
+	s, dg, err := d.opts.Load(d.opts.ConfigPath, d.opts.DataDir)
+	if err != nil {
+		// A truncate event can make a reader see an empty file: if the file
+		// changed since it was read, read it once more (DMN-16).
+		<-d.clk.NewTimer(config.DefaultDebounce).C()
+		if changed, _ := config.Changed(d.opts.ConfigPath, dg); changed {
+			s, dg, err = d.opts.Load(d.opts.ConfigPath, d.opts.DataDir)
+		}
+	}
+	if err != nil {
+		return nil, configError{err}
+	}
+	if filepath.Clean(s.DataDir) != filepath.Clean(d.dir.Root()) {
+		return nil, configError{fmt.Errorf("data_dir changed from %s to %s: restart the daemon to move it", d.dir.Root(), s.DataDir)}
+	}
+	return func() {
+		d.setSettings(s, dg)
+		d.log.SetLevel(s.LogLevel)
+		d.parts = &parts{}
+	}, nil
+}
+
+func (d *Daemon) openJournal() (func(), error) {
+	s := d.settings
+	j, err := journal.Open(journal.Options{Dir: d.dir.Journal(), Clock: d.clk, Logger: d.log.With().Str("part", "journal").Logger(),
+		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}})
+	if err != nil {
+		return nil, fmt.Errorf("opening the journal: %w", err)
+	}
+	name := s.NodeName
+	id, created, err := j.EnsureIdentity(name)
+	if err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("node identity: %w", err)
+	}
+	if err := d.dir.MarkLive(string(lifecycle.PhaseOpenJournal)); err != nil {
+		_ = j.Close()
+		return nil, fmt.Errorf("run marker: %w", err)
+	}
+	return func() {
+		d.parts.journal = j
+		d.parts.sink = eventSink{j: j, log: d.log.With().Str("part", "events").Logger(), extra: d.countEvent}
+		snap := *d.snap.Load()
+		snap.Node = id
+		d.snap.Store(&snap)
+		if created {
+			d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("first boot of node %s (%s)", id.Name, id.ID))
+		}
+		if prev := snap.PreviousRun; prev.Outcome == "crashed" {
+			d.emit(messages.KindDaemonCrashed, messages.LevelWarn, "the previous run did not release the journal: "+prev.Detail)
+		}
+	}, nil
+}
+
+// prepareDrivers makes the drivers ready and reads the desired state, so
+// the tree can adopt what runs (DMN-9).
+func (d *Daemon) prepareDrivers() (func(), error) {
+	s := d.settings
+	drvs := map[string]drivers.Driver{}
+	var closers []func() error
+	fail := func(err error) (func(), error) {
+		for _, c := range closers {
+			_ = c()
+		}
+		return nil, err
+	}
+	if s.Process.Enabled {
+		if err := process.BecomeSubreaper(); err != nil {
+			d.log.Warn().Err(err).Msg("cannot become child subreaper; orphaned grandchildren will go to init")
+		}
+		p, err := process.New(process.Options{Dir: d.dir.Root(), Clock: d.clk, Logger: d.log.With().Str("driver", "process").Logger(),
+			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles})
+		if err != nil {
+			return fail(fmt.Errorf("process driver: %w", err))
+		}
+		drvs[p.Name()] = d.chaosDriver(s, p)
+		closers = append(closers, p.Close)
+	}
+	if s.Incus.Enabled {
+		l := d.log.With().Str("driver", "incus").Logger()
+		in, err := incus.New(incus.Options{Socket: s.Incus.Socket, Project: s.Incus.Project, RemoteURL: s.Incus.RemoteURL,
+			ClientCert: s.Incus.ClientCert, ClientKey: s.Incus.ClientKey, ServerCA: s.Incus.ServerCA, Clock: d.clk, Logger: &l})
+		if err != nil {
+			return fail(fmt.Errorf("incus driver: %w", err))
+		}
+		drvs[in.Name()] = d.chaosDriver(s, in)
+		closers = append(closers, in.Close)
+	}
+	store, prefix, closeStore, err := d.openStore(s)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, closeStore)
+	j := d.parts.journal
+	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j})
+	m := d.metrics
+	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
+	desired, removing, err := dep.Desired()
+	if err != nil {
+		return fail(fmt.Errorf("reading the desired state: %w", err))
+	}
+	return func() {
+		d.parts.drivers, d.parts.closers = drvs, closers
+		d.parts.deployer, d.parts.desired, d.parts.removing = dep, desired, removing
+		d.parts.store, d.parts.prefix = store, prefix
+	}, nil
+}
+
+// startTree starts the supervision tree on the desired state; the service
+// actors adopt what the drivers have running (SUP-9).
+func (d *Daemon) startTree() (func(), error) {
+	p, s := d.parts, d.settings
+	engine, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		return nil, fmt.Errorf("actor engine: %w", err)
+	}
+	strategy, err := supervise.ParseStrategy(s.Strategy)
+	if err != nil {
+		return nil, configError{err}
+	}
+	rt := &runtime{engine: engine, board: status.New(), deployer: p.deployer, journal: p.journal, drivers: p.drivers,
+		exited: make(chan messages.ChildExited, 1), draining: make(chan struct{})}
+	rt.balancer = balancer.New(balancer.Options{Clock: d.clk, Logger: d.log.With().Str("part", "balancer").Logger()})
+	rt.sys = supervise.NewSystem(engine, d.clk, d.log.Logger)
+	rt.sys.OnRootExit = func(m messages.ChildExited) { rt.rootExited(d, m) }
+	env := service.Env{
+		Driver: func(name string) (drivers.Driver, bool) {
+			drv, ok := p.drivers[name]
+			return drv, ok
+		},
+		Balancer: rt.balancer, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
+		Bin: d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
+	}
+	rt.routes = edge.NewTable()
+	for _, m := range p.desired {
+		rt.routes.SetStack(m.Current.Definition)
+	}
+	opts := root.Options{
+		Supervise:   supervise.Options{Strategy: strategy, Intensity: supervise.Intensity{MaxRestarts: s.MaxRestarts, Period: s.Period}, Ladder: s.Ladder},
+		OnStackGone: func(stack string) { d.forgetStack(p.deployer, stack) },
+		Removing:    p.removing,
+		Extra:       []supervise.ChildSpec{activator.Spec(d.activatorEnv(p, rt, env))},
+	}
+	rt.root = rt.sys.SpawnRoot(supervise.ChildSpec{Name: root.Name, Produce: root.Produce(env, opts, p.desired)})
+	p.deployer.Attach(func(msg any) {
+		switch m := msg.(type) {
+		case messages.ApplyStack:
+			rt.routes.SetStack(m.Current.Definition)
+		case messages.RemoveStack:
+			rt.routes.RemoveStack(m.Stack)
+		}
+		engine.Send(rt.root, msg)
+	})
+	return func() {
+		p.rt = rt
+		d.rt.Store(rt)
+	}, nil
+}
+
+func (d *Daemon) forgetStack(dep *Deployer, stack string) {
+	if err := dep.Forget(stack); err != nil {
+		d.log.Error().Err(err).Str("stack", stack).Msg("forgetting a removed stack")
+	}
+}
+
+// rootExited is called once when the root ends: at the end of a drain, or
+// because it gave up (SUP-8).
+func (rt *runtime) rootExited(d *Daemon, m messages.ChildExited) {
+	rt.exited <- m
+	select {
+	case <-rt.draining:
+	default:
+		d.post(lifecycle.RootGaveUp{Chain: append([]string{fmt.Sprintf("root ended: %s %s", m.Reason, m.Err)}, m.Chain...)})
+	}
+}
+
+// listen opens the HTTP edge when edge.listen is set (ACT-1).
+func (d *Daemon) listen() (func(), error) {
+	addr, rt := d.settings.EdgeListen, d.parts.rt
+	if addr == "" {
+		return nil, nil
+	}
+	l, err := edge.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("edge: %w", err)
+	}
+	e := edge.New(edge.Options{Table: rt.routes, Board: rt.board, Clock: d.clk, Log: d.log.With().Str("part", "edge").Logger()})
+	go func() { _ = e.Serve(l) }()
+	d.log.Info().Str("listen", addr).Msg("edge listening")
+	return func() { rt.edge = e }, nil
+}
+
+// announceRunning: the runtime runs (DMN-8, DMN-18).
+func (d *Daemon) announceRunning(e lifecycle.AnnounceRunning) {
+	d.boot.Outcome, d.boot.EndedAt = journal.BootSucceeded, d.clk.Now()
+	d.saveBoot()
+	if err := d.dir.MarkLive("running"); err != nil {
+		d.log.Error().Err(err).Msg("run marker")
+	}
+	d.ready = true
+	d.sd.Ready()
+	d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("running (epoch %d)", e.Epoch))
+	go d.applyConfigStacks()
+	if e.Reload {
+		go d.reconfigure()
+	}
+}
+
+// applyConfigStacks applies the stack files the config lists. A file that
+// does not parse or validate is refused with an event; the rest apply and
+// the stack keeps its last good definition (DMN-15).
+func (d *Daemon) applyConfigStacks() {
+	rt := d.rt.Load()
+	if rt == nil {
+		return
+	}
+	listed := map[string]bool{}
+	for _, path := range d.settingsNow().StackFiles {
+		listed[path] = true
+		st, err := stackfile.ParseFile(path)
+		if err == nil {
+			_, err = rt.deployer.Apply(context.Background(), st, path, false)
+		}
+		if err != nil {
+			d.log.Error().Err(err).Str("file", path).Msg("stack file refused")
+			d.postEmit(messages.KindConfigRejected, messages.LevelError, strings.TrimSpace(err.Error()))
+		}
+	}
+	// A stack that came from a file the config no longer lists goes.
+	for _, st := range rt.deployer.Sources() {
+		if strings.HasPrefix(st.source, "/") && !listed[st.source] {
+			d.log.Info().Str("stack", st.stack).Str("file", st.source).Msg("stack file no longer listed; removing the stack")
+			if err := rt.deployer.Remove(st.stack); err != nil {
+				d.log.Error().Err(err).Str("stack", st.stack).Msg("removing an unlisted stack")
+			}
+		}
+	}
+}
+
+// postEmit emits an event from a goroutine other than the loop.
+func (d *Daemon) postEmit(kind string, level messages.Level, msg string) {
+	d.in <- input{apply: func() { d.emit(kind, level, msg) }}
+}
+
+// drain stops the tree in reverse order within budget (DMN-8). Workloads
+// keep running: an actor stop is not a workload stop; the next boot adopts
+// them (DMN-9).
+func (d *Daemon) drain(budget time.Duration) {
+	rt := d.rt.Load()
+	if rt == nil {
+		d.post(lifecycle.DrainDone{})
+		return
+	}
+	close(rt.draining)
+	rt.deployer.Attach(nil)
+	rt.engine.Send(rt.root, messages.Shutdown{})
+	t := d.clk.NewTimer(budget)
+	defer t.Stop()
+	select {
+	case <-rt.exited:
+	case <-t.C():
+		d.post(lifecycle.DrainFailed{Reason: fmt.Sprintf("the tree did not stop within %s", budget)})
+		return
+	}
+	rt.balancer.Shutdown()
+	if rt.edge != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = rt.edge.Shutdown(ctx)
+		cancel()
+	}
+	d.in <- input{ev: lifecycle.DrainDone{}, apply: func() { d.rt.Store(nil) }}
+}
+
+// release closes what the boot opened, the journal last, and marks the
+// run released (DMN-3).
+func (d *Daemon) release() {
+	p := d.parts
+	var errs []error
+	if p != nil {
+		for _, c := range p.closers {
+			errs = append(errs, c())
+		}
+		if p.journal != nil {
+			errs = append(errs, p.journal.Close())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.post(lifecycle.JournalReleaseFailed{Reason: err.Error()})
+		return
+	}
+	if err := d.dir.MarkReleased(); err != nil {
+		d.post(lifecycle.JournalReleaseFailed{Reason: err.Error()})
+		return
+	}
+	d.in <- input{ev: lifecycle.JournalReleased{}, apply: func() { d.parts = nil }}
+}

@@ -1,0 +1,290 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/runtime/control"
+	"github.com/engenho/engenho/runtime/journal"
+	"github.com/engenho/engenho/runtime/lifecycle"
+)
+
+// handler answers the control socket (DMN-11, DMN-12). Reads come from
+// published snapshots and never wait on the loop or an actor (DMN-13);
+// changes are recorded in the journal before they are answered.
+type handler struct {
+	d       *Daemon
+	version string
+}
+
+var _ control.Handler = (*handler)(nil)
+
+func (h *handler) running() (*runtime, error) {
+	rt := h.d.rt.Load()
+	if rt == nil {
+		return nil, control.Errorf(control.CodeUnavailable, "%s", notRunning(h.d.Snapshot().State))
+	}
+	return rt, nil
+}
+
+// notRunning says what the runtime is doing instead of running (with its
+// boot phase or drain step) and what brings it up.
+func notRunning(st lifecycle.State) string {
+	switch st.Name {
+	case lifecycle.Stopped, lifecycle.Failed:
+		return fmt.Sprintf("the runtime is %s; `engenho start` boots it", st)
+	case lifecycle.Booting:
+		return fmt.Sprintf("the runtime is %s; it answers once it runs", st)
+	}
+	return fmt.Sprintf("the runtime is %s", st)
+}
+
+func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.StatusResult, error) {
+	snap := h.d.Snapshot()
+	res := control.StatusResult{Daemon: control.DaemonStatus{
+		Lifecycle: snap.State, Node: control.NodeIdentity{Name: snap.Node.Name, ID: snap.Node.ID},
+		PID: snap.Pid, Version: h.version, StartedAt: snap.StartedAt, PreviousRun: string(snap.PreviousRun.Outcome), DataDir: snap.DataDir,
+	}}
+	rt := h.d.rt.Load()
+	if rt == nil {
+		return res, nil
+	}
+	for _, st := range rt.board.Stacks() {
+		if args.Stack == "" || st.Stack == args.Stack {
+			res.Stacks = append(res.Stacks, st)
+		}
+	}
+	for _, svc := range rt.board.Services(args.Stack) {
+		if args.Service != "" && svc.Service != args.Service {
+			continue
+		}
+		res.Services = append(res.Services, withPortStats(rt, svc))
+	}
+	for _, h := range rt.routes.Hosts() {
+		if args.Stack == "" || h.Stack == args.Stack {
+			res.Hosts = append(res.Hosts, h)
+		}
+	}
+	if args.Stack != "" && len(res.Stacks) == 0 && len(res.Services) == 0 {
+		return res, control.Errorf(control.CodeNotFound, "no stack %q", args.Stack)
+	}
+	return res, nil
+}
+
+// withPortStats fills a service's ports with the balancer's live counters
+// (SVC-22).
+func withPortStats(rt *runtime, svc messages.ServiceStatus) messages.ServiceStatus {
+	ports := make([]messages.PortStatus, len(svc.Ports))
+	for i, p := range svc.Ports {
+		name := fmt.Sprintf("%s/%s/%s", svc.Stack, svc.Service, portOf(p.Listen))
+		if st, ok := rt.balancer.Stats(name); ok {
+			p.Accepted, p.Active, p.Rate = st.Accepted, int64(st.Active), st.Rate
+			p.Backends = nil
+			for _, b := range st.Backends {
+				if b.InRotation {
+					p.Backends = append(p.Backends, b.Addr)
+				}
+			}
+		}
+		ports[i] = p
+	}
+	svc.Ports = ports
+	return svc
+}
+
+func portOf(listen string) string {
+	for i := len(listen) - 1; i >= 0; i-- {
+		if listen[i] == ':' {
+			return listen[i+1:]
+		}
+	}
+	return listen
+}
+
+func (h *handler) Tree(context.Context) (control.TreeResult, error) {
+	rt, err := h.running()
+	if err != nil {
+		return control.TreeResult{}, err
+	}
+	return control.TreeResult{Nodes: rt.sys.Tree.Snapshot()}, nil
+}
+
+func (h *handler) Why(_ context.Context, args control.WhyArgs) (control.WhyResult, error) {
+	rt, err := h.running()
+	if err != nil {
+		return control.WhyResult{}, err
+	}
+	svc, ok := rt.board.Service(args.Stack, args.Service)
+	if !ok {
+		return control.WhyResult{}, control.Errorf(control.CodeNotFound, "no service %s/%s", args.Stack, args.Service)
+	}
+	res := control.WhyResult{Stack: args.Stack, Service: args.Service, State: svc.State, Message: svc.Message}
+	for _, r := range svc.Replicas {
+		if args.Slot != 0 && r.Slot != args.Slot {
+			continue
+		}
+		res.Slots = append(res.Slots, control.WhySlot{Slot: r.Slot, Instance: r.Instance, Phase: r.Phase, Health: r.Health,
+			Restarts: r.Restarts, LastError: r.LastError, HasLedger: r.HasLedger, Ledger: r.Ledger})
+	}
+	if args.Slot != 0 && len(res.Slots) == 0 {
+		return res, control.Errorf(control.CodeNotFound, "no replica in slot %d of %s/%s", args.Slot, args.Stack, args.Service)
+	}
+	return res, nil
+}
+
+func (h *handler) Events(ctx context.Context, args control.EventsArgs, send func(messages.Event) error) (control.EventsResult, error) {
+	j, err := h.journal()
+	if err != nil {
+		return control.EventsResult{}, err
+	}
+	since := args.Since
+	if args.Tail > 0 {
+		if last := j.LastSeq(); last > uint64(args.Tail) {
+			since = max(since, last-uint64(args.Tail))
+		}
+	}
+	if !args.Follow {
+		return h.eventsUntilNow(j, since, send)
+	}
+	sub := j.Subscribe(since)
+	defer sub.Close()
+	last := since
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return control.EventsResult{Last: last}, sub.Err()
+			}
+			if err := send(ev); err != nil {
+				return control.EventsResult{Last: last}, nil
+			}
+			last = ev.Seq
+		case <-ctx.Done():
+			return control.EventsResult{Last: last}, nil
+		}
+	}
+}
+
+func (h *handler) eventsUntilNow(j *journal.Journal, since uint64, send func(messages.Event) error) (control.EventsResult, error) {
+	for {
+		evs, err := j.EventsAfter(since, 1000)
+		if err != nil {
+			return control.EventsResult{Last: since}, err
+		}
+		for _, ev := range evs {
+			if err := send(ev); err != nil {
+				return control.EventsResult{Last: since}, nil
+			}
+			since = ev.Seq
+		}
+		if len(evs) < 1000 {
+			return control.EventsResult{Last: since}, nil
+		}
+	}
+}
+
+func (h *handler) journal() (*journal.Journal, error) {
+	rt, err := h.running()
+	if err != nil {
+		return nil, err
+	}
+	return rt.journal, nil
+}
+
+func (h *handler) lifecycle(ctx context.Context, ev lifecycle.Event) (control.LifecycleResult, error) {
+	r, err := h.d.command(ctx, ev)
+	return control.LifecycleResult{State: r.state}, err
+}
+
+func (h *handler) Start(ctx context.Context) (control.LifecycleResult, error) {
+	return h.lifecycle(ctx, lifecycle.StartRequested{})
+}
+
+func (h *handler) Stop(ctx context.Context, args control.StopArgs) (control.LifecycleResult, error) {
+	return h.lifecycle(ctx, lifecycle.StopRequested{Hold: args.Hold})
+}
+
+func (h *handler) Restart(ctx context.Context) (control.LifecycleResult, error) {
+	return h.lifecycle(ctx, lifecycle.RestartRequested{})
+}
+
+func (h *handler) Retry(ctx context.Context) (control.LifecycleResult, error) {
+	return h.lifecycle(ctx, lifecycle.RetryRequested{})
+}
+
+func (h *handler) Exit(ctx context.Context) (control.LifecycleResult, error) {
+	return h.lifecycle(ctx, lifecycle.ExitRequested{Source: "operator"})
+}
+
+func (h *handler) Reconfigure(ctx context.Context) (control.ReconfigureResult, error) {
+	r, err := h.d.command(ctx, lifecycle.ReconfigureRequested{})
+	return control.ReconfigureResult{State: r.state}, err
+}
+
+func (h *handler) RestartChild(_ context.Context, args control.RestartChildArgs) (control.RestartChildResult, error) {
+	rt, err := h.running()
+	if err != nil {
+		return control.RestartChildResult{}, err
+	}
+	res, err := rt.engine.Request(rt.root, messages.RestartChild{Path: args.Path}, 10*time.Second).Result()
+	if err != nil {
+		return control.RestartChildResult{}, control.Errorf(control.CodeTimeout, "restart-child %s: %v", args.Path, err)
+	}
+	if r, ok := res.(messages.RestartChildResult); ok && r.Err != "" {
+		return control.RestartChildResult{}, control.Errorf(control.CodeNotFound, "%s", r.Err)
+	}
+	return control.RestartChildResult{Path: args.Path}, nil
+}
+
+func (h *handler) Epoch(_ context.Context, args control.EpochArgs) (control.EpochResult, error) {
+	snap := h.d.Snapshot()
+	res := control.EpochResult{State: snap.State, Epoch: snap.State.Epoch, Attic: h.d.dir.Attic()}
+	switch snap.State.Name {
+	case lifecycle.Stopped, lifecycle.Failed:
+		res.Allowed = true
+	default:
+		res.Reason = fmt.Sprintf("reinit is allowed only while stopped or failed; the daemon is %s (run `engenho stop` first)", snap.State.Name)
+	}
+	if args.What == control.ReinitJournal {
+		res.Moves = []string{h.d.dir.Journal()}
+	} else {
+		res.Moves = []string{"the node identity (name, id) in the journal"}
+	}
+	return res, nil
+}
+
+func (h *handler) Reinit(ctx context.Context, args control.ReinitArgs) (control.ReinitResult, error) {
+	r, err := h.d.command(ctx, lifecycle.ReinitRequested{What: args.What, Epoch: args.Epoch})
+	if err != nil {
+		return control.ReinitResult{}, err
+	}
+	return control.ReinitResult{What: args.What, Moved: []string{r.detail}}, nil
+}
+
+func (h *handler) Chaos(ctx context.Context, args control.ChaosArgs) (control.ChaosResult, error) {
+	if !h.d.settingsNow().ChaosEnabled {
+		return control.ChaosResult{}, control.Errorf(control.CodeRefused, "chaos is not enabled on this daemon (chaos.enabled: true)")
+	}
+	rt, err := h.running()
+	if err != nil {
+		return control.ChaosResult{}, err
+	}
+	return h.d.chaos(ctx, rt, args)
+}
+
+// errCode maps the deployer's errors onto wire codes.
+func errCode(err error) error {
+	var ce *control.Error
+	switch {
+	case err == nil || errors.As(err, &ce):
+		return err
+	case errors.Is(err, ErrUnknownStack), errors.Is(err, ErrUnknownService), errors.Is(err, journal.ErrNotFound):
+		return control.Errorf(control.CodeNotFound, "%v", err)
+	case errors.Is(err, ErrRemoving), errors.Is(err, journal.ErrNoPrevious):
+		return control.Errorf(control.CodeConflict, "%v", err)
+	}
+	return control.Errorf(control.CodeInvalid, "%v", err)
+}

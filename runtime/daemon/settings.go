@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/engenho/engenho/runtime/config"
+	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/rs/zerolog"
+)
+
+// Settings is the daemon's view of its config file, resolved: what each
+// boot phase and the runtime need.
+type Settings struct {
+	NodeName   string
+	DataDir    string
+	LogLevel   zerolog.Level
+	StackFiles []string // resolved paths, sorted
+
+	ControlGroup       string
+	ControlIdleTimeout time.Duration
+	ControlMaxRequest  int
+
+	Process ProcessSettings
+	Incus   IncusSettings
+
+	EdgeListen    string
+	MetricsListen string
+
+	Strategy    string
+	MaxRestarts int
+	Period      time.Duration
+	Ladder      ladder.Config
+
+	Sweep       time.Duration
+	DrainBudget time.Duration
+	StepTimeout time.Duration
+
+	EventsMaxCount int
+	EventsMaxAge   time.Duration
+
+	ChaosEnabled bool
+
+	// Config is the resolved config these settings came from (nil for the
+	// defaults): the activator's object store and the edge read it.
+	Config *config.Config
+}
+
+// ProcessSettings configure the process driver.
+type ProcessSettings struct {
+	Enabled     bool
+	LogMaxBytes int64
+	LogFiles    int
+}
+
+// IncusSettings configure the incus driver.
+type IncusSettings struct {
+	Enabled    bool
+	Socket     string
+	Project    string
+	RemoteURL  string
+	ClientCert string
+	ClientKey  string
+	ServerCA   string
+}
+
+// DefaultSettings are the spec's defaults; a config file overrides them.
+func DefaultSettings() Settings {
+	return Settings{
+		DataDir:            "/var/lib/engenho",
+		LogLevel:           zerolog.InfoLevel,
+		ControlIdleTimeout: 5 * time.Minute,
+		ControlMaxRequest:  1 << 20,
+		Process:            ProcessSettings{Enabled: true},
+		Strategy:           "one_for_one",
+		MaxRestarts:        3,
+		Period:             5 * time.Second,
+		Ladder:             ladder.Default(),
+		Sweep:              10 * time.Second,
+		DrainBudget:        60 * time.Second,
+		StepTimeout:        2 * time.Minute,
+	}
+}
+
+// SettingsFrom maps a loaded config onto the daemon's settings.
+func SettingsFrom(c *config.Config) Settings {
+	s := DefaultSettings()
+	s.NodeName, s.DataDir, s.LogLevel, s.StackFiles = c.Node.Name, c.DataDir, c.Log.ZerologLevel(), c.StackFiles
+	s.ControlGroup, s.ControlIdleTimeout, s.ControlMaxRequest = c.Control.Group, c.Control.IdleTimeout, int(c.Control.MaxRequest)
+	p := c.Drivers.Process
+	s.Process = ProcessSettings{Enabled: p.Enabled, LogMaxBytes: int64(p.LogMaxBytes), LogFiles: p.LogFiles}
+	in := c.Drivers.Incus
+	s.Incus = IncusSettings{Enabled: in.Enabled, Socket: in.Socket, Project: in.Project, RemoteURL: in.RemoteURL,
+		ClientCert: in.ClientCert, ClientKey: in.ClientKey, ServerCA: in.ServerCA}
+	s.EdgeListen, s.MetricsListen = c.Edge.Listen, c.Metrics.Listen
+	sup := c.Supervision
+	s.Strategy, s.MaxRestarts, s.Period, s.Ladder = sup.Strategy, sup.MaxRestarts, sup.Period, sup.Ladder.LadderConfig()
+	s.Sweep, s.DrainBudget = c.Sweep.Interval, c.Drain.Budget
+	if c.Boot.StepTimeout > 0 {
+		s.StepTimeout = c.Boot.StepTimeout
+	}
+	s.EventsMaxCount, s.EventsMaxAge = c.Journal.Events.Retention()
+	s.ChaosEnabled = c.Chaos.Enabled
+	s.Config = c
+	return s
+}

@@ -1,0 +1,76 @@
+package journal
+
+import (
+	"errors"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/engenho/engenho/runtime/clock"
+)
+
+// maintain runs the background value-log GC and event retention on timers
+// from the journal's clock, until Close.
+func (j *Journal) maintain() {
+	defer j.bg.Done()
+	gc := j.timer(j.opts.GCInterval)
+	ret := j.timer(j.opts.Retention.Interval)
+	defer func() { stopTimer(gc); stopTimer(ret) }()
+	for {
+		select {
+		case <-j.closing:
+			return
+		case <-timerC(gc):
+			j.runGC()
+			gc = j.timer(j.opts.GCInterval)
+		case <-timerC(ret):
+			if _, err := j.events.requestPrune(); err != nil {
+				j.log.Warn().Err(err).Msg("event retention pass failed")
+			}
+			ret = j.timer(j.opts.Retention.Interval)
+		}
+	}
+}
+
+// timer returns nil for a disabled (negative) interval.
+func (j *Journal) timer(d time.Duration) clock.Timer {
+	if d < 0 {
+		return nil
+	}
+	return j.opts.Clock.NewTimer(d)
+}
+
+func timerC(t clock.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
+}
+
+func stopTimer(t clock.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// runGC rewrites value-log files while badger finds one worth rewriting.
+func (j *Journal) runGC() {
+	defer j.stats.gcPasses.Add(1)
+	for {
+		select {
+		case <-j.closing:
+			return
+		default:
+		}
+		err := j.db.RunValueLogGC(j.opts.GCDiscardRatio)
+		switch {
+		case err == nil:
+			j.stats.gcRewrites.Add(1)
+		case errors.Is(err, badger.ErrNoRewrite), errors.Is(err, badger.ErrRejected):
+			return
+		default:
+			j.log.Warn().Err(err).Msg("value log GC failed")
+			return
+		}
+	}
+}

@@ -1,0 +1,34 @@
+// Package stackfile is the stack file: its model, parser, checks, the
+// validation of a stack against a node, instance specs, revisions and the
+// change plan (spec SVC-1..SVC-4). docs/stackfile.md is the operator's
+// reference of the format.
+//
+// The pieces, in the order a deploy uses them:
+//
+//   - Parse / ParseFile read a Compose-shaped YAML file into a *Stack with
+//     every default applied. Every problem is reported at once, as a
+//     *ParseError whose Problems name file:line, the key path and what is
+//     wrong: web.yaml:12: services.api.deploy.replicas: want a
+//     non-negative integer, got "three".
+//   - Validate checks a stack against the node (Node: drivers, port and
+//     host claims) without changing anything (SVC-2).
+//   - Plan compares the running stack with the new one, per service:
+//     create, update, scale, reconfigure, remove, unchanged (SVC-4).
+//     FormatPlan prints it for `engenho apply --dry-run`.
+//   - Marshal / Unmarshal are the journal's canonical JSON form.
+//   - InstanceSpec / SidecarSpec render the drivers.Spec of one instance,
+//     named STACK-SERVICE-SLOT-ID and labelled per SVC-3;
+//     Service.Revision is the hash of what defines an instance.
+//
+// Secrets (SEC-2): env values may be marked secret. An EnvValue never
+// prints its secret (fmt, String, json.Marshal, yaml.Marshal all show
+// Redaction); only Reveal, InstanceSpec and Marshal hold it. Error
+// messages never quote env values.
+//
+// Names (SEC-3): stack, service, sidecar and driver names are
+// [a-z0-9][a-z0-9-]{0,62} and edge hosts are lower-case DNS names, checked
+// before anything uses them, so none can carry a path.
+//
+// Everything here is pure: no I/O besides ParseFile reading its file, no
+// goroutines, no clocks.
+package stackfile

@@ -1,0 +1,134 @@
+package stackfile
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/engenho/engenho/drivers"
+)
+
+// LabelSidecar is stored on a sidecar's instance, beside the labels of
+// SVC-3, with the sidecar's name.
+const LabelSidecar = "engenho.sidecar"
+
+// Instance is what varies between the instances of one service: where it
+// sits and what the node gave it. The service actor fills it in.
+type Instance struct {
+	Stack string
+	// Slot is 1..replicas (SVC-3).
+	Slot int
+	// ID tells apart the instances that have held the slot; see
+	// ValidInstanceID.
+	ID string
+	// Deployment is the id of the deployment that created the instance.
+	Deployment string
+	// HostPorts maps a target port to the host port allocated to this
+	// instance; a target without one gets HostPort 0.
+	HostPorts map[int]int
+	// Bin is the engenho binary's path, substituted for ${ENGENHO_BIN}.
+	Bin string
+}
+
+// InstanceName is STACK-SERVICE-SLOT-ID (SVC-3).
+func InstanceName(stack, service string, slot int, id string) string {
+	return stack + "-" + service + "-" + strconv.Itoa(slot) + "-" + id
+}
+
+// SidecarName is STACK-SERVICE-SLOT-SIDECAR-ID. A sidecar's name starts
+// with a letter, so it never reads as an instance's slot number.
+func SidecarName(stack, service string, slot int, sidecar, id string) string {
+	return stack + "-" + service + "-" + strconv.Itoa(slot) + "-" + sidecar + "-" + id
+}
+
+// InstanceLabels are the labels of SVC-3 for one instance.
+func InstanceLabels(stack, service string, slot int, revision, deployment string) drivers.Labels {
+	return drivers.Labels{
+		drivers.LabelStack:      stack,
+		drivers.LabelService:    service,
+		drivers.LabelSlot:       strconv.Itoa(slot),
+		drivers.LabelRevision:   revision,
+		drivers.LabelDeployment: deployment,
+	}
+}
+
+// InstanceSpec renders the driver spec of one instance of svc: argv with
+// ${ENGENHO_*} substituted, the env with real secret values plus
+// ENGENHO_STACK, ENGENHO_SERVICE, ENGENHO_SLOT and ENGENHO_INSTANCE, and
+// the labels of SVC-3. The actors create instances from it, and Validate
+// hands the same spec to the driver (with secrets withheld).
+//
+// The spec holds secret values: never log it.
+func InstanceSpec(svc Service, inst Instance) drivers.Spec {
+	name := InstanceName(inst.Stack, svc.Name, inst.Slot, inst.ID)
+	vars := instanceVars(svc, inst, name)
+	spec := drivers.Spec{
+		Name:       name,
+		Labels:     InstanceLabels(inst.Stack, svc.Name, inst.Slot, svc.Revision(), inst.Deployment),
+		Command:    expand(svc.Argv(), vars),
+		Image:      svc.Image,
+		Env:        instanceEnv(vars, svc.Env, nil),
+		WorkingDir: svc.WorkingDir,
+		User:       svc.User,
+		Resources: drivers.Resources{
+			CPUs:        svc.Deploy.Resources.CPUs,
+			MemoryBytes: svc.Deploy.Resources.MemoryBytes,
+		},
+	}
+	for _, p := range svc.Ports {
+		spec.Ports = append(spec.Ports, drivers.Port{Target: p.Target, HostPort: inst.HostPorts[p.Target], Protocol: p.Protocol})
+	}
+	return spec
+}
+
+// SidecarSpec renders the driver spec of sidecar sc of svc beside the
+// instance in inst's slot (inst.ID is the sidecar instance's own id). It
+// runs with the service's image, user and working directory (unless it
+// sets its own), and the service's env with its own on top.
+func SidecarSpec(svc Service, sc Sidecar, inst Instance) drivers.Spec {
+	name := SidecarName(inst.Stack, svc.Name, inst.Slot, sc.Name, inst.ID)
+	vars := instanceVars(svc, inst, name)
+	labels := InstanceLabels(inst.Stack, svc.Name, inst.Slot, svc.SidecarRevision(sc), inst.Deployment)
+	labels[LabelSidecar] = sc.Name
+	wd := svc.WorkingDir
+	if sc.WorkingDir != "" {
+		wd = sc.WorkingDir
+	}
+	return drivers.Spec{
+		Name:       name,
+		Labels:     labels,
+		Command:    expand(sc.Command, vars),
+		Image:      svc.Image,
+		Env:        instanceEnv(vars, svc.Env, sc.Env),
+		WorkingDir: wd,
+		User:       svc.User,
+	}
+}
+
+func instanceVars(svc Service, inst Instance, name string) map[string]string {
+	return map[string]string{
+		VarBin:      inst.Bin,
+		VarStack:    inst.Stack,
+		VarService:  svc.Name,
+		VarSlot:     strconv.Itoa(inst.Slot),
+		VarInstance: name,
+	}
+}
+
+// instanceEnv merges the env layers (later wins) and engenho's own.
+func instanceEnv(vars map[string]string, layers ...Env) map[string]string {
+	env := map[string]string{}
+	for _, layer := range layers {
+		for k, v := range layer {
+			env[k] = v.value
+		}
+	}
+	for _, k := range reservedEnv {
+		env[k] = vars[k]
+	}
+	return env
+}
+
+// String of an Instance names it; it holds nothing secret.
+func (i Instance) String() string {
+	return fmt.Sprintf("%s slot %d id %s", i.Stack, i.Slot, i.ID)
+}

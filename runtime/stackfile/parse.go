@@ -1,0 +1,248 @@
+package stackfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Options change how Parse names the stack.
+type Options struct {
+	// Name is the stack name the caller wants (e.g. from `engenho apply
+	// --name`). It is used when the file has no top-level name; when the
+	// file has one, the two must agree.
+	Name string
+}
+
+// Parse reads one stack file. filename names the file in every error
+// (file:line: key: message) and, without a top-level `name`, gives the
+// stack its name (web.yaml → web). The error, if any, is a *ParseError
+// listing every problem found.
+func Parse(filename string, data []byte) (*Stack, error) {
+	return ParseWith(filename, data, Options{})
+}
+
+// ParseFile reads and parses the stack file at path.
+func ParseFile(path string) (*Stack, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("stack file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("stack file %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// ParseWith is Parse with options.
+func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
+	w := newWalker(filename)
+	st := &Stack{Source: filename, Services: map[string]Service{}}
+	var nameNode *yaml.Node
+	if root := w.document(data); root != nil {
+		nameNode = w.stack(root, st)
+	}
+	w.resolveName(st, nameNode, filename, opts.Name)
+	w.addChecks(checkStack(st))
+	if len(w.problems) > 0 {
+		sort.SliceStable(w.problems, func(i, j int) bool {
+			a, b := w.problems[i], w.problems[j]
+			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+		})
+		return nil, &ParseError{Problems: w.problems}
+	}
+	st.pos = w.pos
+	return st, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// document decodes data into its single YAML document's root node.
+func (w *walker) document(data []byte) (root *yaml.Node) {
+	if len(data) > maxFileBytes {
+		w.problem(nil, "", ErrSyntax, "file is larger than %d bytes", maxFileBytes)
+		return nil
+	}
+	defer func() {
+		// The YAML library must not take the daemon down on odd input.
+		if r := recover(); r != nil {
+			w.problem(nil, "", ErrSyntax, "YAML parser failed on this file")
+			root = nil
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			w.problem(nil, "", ErrMissing, "file is empty: want a map with services")
+			return nil
+		}
+		w.syntaxError(err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			w.syntaxError(err)
+		} else {
+			w.problem(&extra, "", ErrSyntax, "a stack file holds one YAML document; found a second")
+		}
+		return nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		w.problem(&doc, "", ErrMissing, "file is empty: want a map with services")
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// syntaxError turns the YAML library's message into a located problem.
+// The library gives its line only inside the message text.
+func (w *walker) syntaxError(err error) {
+	line, msg := 1, err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n > 0 {
+			line, msg = n, m[2]
+		}
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	w.problems = append(w.problems, Problem{File: w.file, Line: line, Column: 1, Msg: "not valid YAML: " + msg, Err: ErrSyntax})
+}
+
+var topKeys = []string{"name", "version", "services"}
+
+// stack reads the top level; it returns the `name` node, if any.
+func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
+	entries, ok := w.mapping(root, "")
+	if !ok {
+		return nil
+	}
+	var services *entry
+	for i, e := range entries {
+		switch {
+		case e.key == "name":
+			if s, ok := w.str(e.vn, e.path); ok {
+				st.Name, nameNode = s, w.resolve(e.vn, e.path)
+			}
+		case e.key == "version":
+			// Ignored, as Compose does.
+		case e.key == "services":
+			services = &entries[i]
+		case isExtension(e.key):
+			// x-* keys hold anchors for merges; ignored.
+		default:
+			w.unknownKey(e, topKeys)
+		}
+	}
+	if services == nil {
+		w.problem(root, "services", ErrMissing, "required: a stack needs at least one service")
+		return nameNode
+	}
+	svcs, ok := w.mapping(services.vn, "services")
+	if !ok {
+		return nameNode
+	}
+	if len(svcs) == 0 {
+		w.problem(services.vn, "services", ErrMissing, "a stack needs at least one service")
+	}
+	for _, e := range svcs {
+		if !ValidName(e.key) {
+			w.problem(e.kn, e.path, ErrValue, "invalid service name (want [a-z0-9][a-z0-9-]{0,62})")
+			continue
+		}
+		w.at(e.kn, e.path)
+		svc := w.service(e.key, e.vn, e.path)
+		st.Order = append(st.Order, e.key)
+		st.Services[e.key] = svc
+	}
+	return nameNode
+}
+
+// resolveName settles the stack's name from the file, the caller, or the
+// file name, in that order.
+func (w *walker) resolveName(st *Stack, nameNode *yaml.Node, filename, given string) {
+	switch {
+	case st.Name != "":
+		if !ValidName(st.Name) {
+			w.problem(nameNode, "name", ErrValue, "invalid stack name %q (want [a-z0-9][a-z0-9-]{0,62})", st.Name)
+		} else if given != "" && given != st.Name {
+			w.problem(nameNode, "name", ErrValue, "file names the stack %q but %q was asked for", st.Name, given)
+		}
+	case given != "":
+		st.Name = given
+		if !ValidName(given) {
+			w.problem(nil, "name", ErrValue, "invalid stack name %q (want [a-z0-9][a-z0-9-]{0,62})", given)
+		}
+	default:
+		st.Name = nameFromFile(filename)
+		if !ValidName(st.Name) {
+			w.problem(nil, "name", ErrMissing, "not set, and the file name %q is not a valid stack name (want [a-z0-9][a-z0-9-]{0,62}); add a top-level name", st.Name)
+		}
+	}
+}
+
+// nameFromFile is the file's base name without .yaml, .yml or .json.
+func nameFromFile(filename string) string {
+	base := filepath.Base(filename)
+	for _, ext := range []string{".yaml", ".yml", ".json"} {
+		if strings.HasSuffix(base, ext) {
+			return strings.TrimSuffix(base, ext)
+		}
+	}
+	return base
+}
+
+// addChecks adds the typed checker's problems, located through the
+// positions the walker recorded. A problem about a key that already has a
+// decoding problem (or under or above one) is a consequence, not news.
+func (w *walker) addChecks(ps []Problem) {
+	decoded := make([]string, 0, len(w.problems))
+	for _, p := range w.problems {
+		decoded = append(decoded, p.Key)
+	}
+	for _, p := range ps {
+		if related(p.Key, decoded) {
+			continue
+		}
+		p.File = w.file
+		if at, ok := w.pos.lookup(p.Key); ok {
+			p.Line, p.Column = at.line, at.col
+		} else {
+			p.Line, p.Column = 1, 1
+		}
+		w.problems = append(w.problems, p)
+	}
+}
+
+func related(key string, others []string) bool {
+	for _, o := range others {
+		if key == o || isUnder(key, o) || isUnder(o, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// isUnder reports whether key is a path below parent.
+func isUnder(key, parent string) bool {
+	if parent == "" {
+		return key != ""
+	}
+	if !strings.HasPrefix(key, parent) || len(key) == len(parent) {
+		return false
+	}
+	c := key[len(parent)]
+	return c == '.' || c == '['
+}
