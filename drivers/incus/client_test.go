@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/runtime/clock"
 )
 
 // fakeIncusd serves a few canned answers over a unix socket, the way
@@ -29,6 +30,12 @@ type fakeIncusd struct {
 	// fileFails is how many more reads of a path answer 500, as incusd
 	// does while it replaces its forkfile helper.
 	fileFails map[string]int
+	// clk and orphanUntil model incusd 6.0's forkfile race (see
+	// fileQuiet): a file request made before orphanUntil fails and leaves
+	// a helper nobody can reach until 15s later; fileFailed counts them.
+	clk         *clock.Fake
+	orphanUntil time.Time
+	fileFailed  int
 }
 
 func sync200(w http.ResponseWriter, metadata any) {
@@ -110,6 +117,13 @@ func startFakeIncusd(t *testing.T) *fakeIncusd {
 		fail := f.fileFails[r.URL.Query().Get("path")] > 0
 		if fail {
 			f.fileFails[r.URL.Query().Get("path")]--
+		}
+		if f.clk != nil && f.clk.Now().Before(f.orphanUntil) {
+			fail = true
+			f.orphanUntil = f.clk.Now().Add(15 * time.Second)
+		}
+		if fail {
+			f.fileFailed++
 		}
 		f.mu.Unlock()
 		if fail {
@@ -316,25 +330,81 @@ func TestMapState(t *testing.T) {
 
 // DRV-5: incusd's file API answers 500 while it replaces its forkfile
 // helper (seen in CI: "dial unix /proc/self/fd/62/forkfile.sock"); Logs
-// tries again instead of failing.
+// tries again instead of failing, fileAttempts reads in all.
 func TestLogsRetryForkfileWindow(t *testing.T) {
 	f := startFakeIncusd(t)
-	f.fileFails = map[string]int{"/.engenho/output.log": 2}
-	d, err := New(Options{Socket: f.socket, Project: "p1"})
+	f.fileFails = map[string]int{"/.engenho/output.log": fileAttempts - 1}
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	out, err := logsOnFakeClock(t, f, clk)
+	if err != nil || out != "0123456789" {
+		t.Fatalf("Logs after %d failed reads: %q, %v; want the log", fileAttempts-1, out, err)
+	}
+	if left := f.fileFails["/.engenho/output.log"]; left != 0 {
+		t.Fatalf("%d failing reads left unread", left)
+	}
+	f.fileFails = map[string]int{"/.engenho/output.log": fileAttempts}
+	if out, err := logsOnFakeClock(t, f, clk); !errors.Is(err, drivers.ErrTransient) {
+		t.Fatalf("Logs after %d failed reads: %q, %v; want ErrTransient", fileAttempts, out, err)
+	}
+}
+
+// DRV-5: a file request that meets incusd 6.0's forkfile race fails and
+// leaves an unreachable helper for 15s, during which every file request
+// fails the same way (seen in CI: Logs failed after 30s of retries every
+// 50ms). Logs leaves the instance's files alone for fileQuiet after a
+// failure, so its next request finds the helper gone and succeeds.
+func TestLogsOutwaitForkfileOrphan(t *testing.T) {
+	f := startFakeIncusd(t)
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	f.mu.Lock()
+	f.clk, f.orphanUntil = clk, clk.Now().Add(15*time.Second)
+	f.mu.Unlock()
+	start := clk.Now()
+	out, err := logsOnFakeClock(t, f, clk)
+	if err != nil || out != "0123456789" {
+		t.Fatalf("Logs after %v of fake time: %q, %v; want the log", clk.Since(start), out, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fileFailed != 1 {
+		t.Errorf("%d file requests failed, want 1 (the one that met the race)", f.fileFailed)
+	}
+}
+
+// logsOnFakeClock reads web-1's log through a driver on clk, moving clk
+// to each timer the driver arms until Logs returns.
+func logsOnFakeClock(t *testing.T, f *fakeIncusd, clk *clock.Fake) (string, error) {
+	t.Helper()
+	d, err := New(Options{Socket: f.socket, Project: "p1", Clock: clk})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	defer d.Close()
-	rc, err := d.Logs(context.Background(), "web-1", drivers.LogOptions{})
-	if err != nil {
-		t.Fatalf("Logs: %v", err)
+	type result struct {
+		out string
+		err error
 	}
-	defer rc.Close()
-	b, _ := io.ReadAll(rc)
-	if string(b) != "0123456789" {
-		t.Fatalf("Logs: %q", b)
-	}
-	if left := f.fileFails["/.engenho/output.log"]; left != 0 {
-		t.Fatalf("%d failing reads left unread", left)
+	done := make(chan result, 1)
+	go func() {
+		rc, err := d.Logs(context.Background(), "web-1", drivers.LogOptions{})
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		done <- result{string(b), err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.out, r.err
+		default:
+		}
+		if clk.WaitForTimers(1, 10*time.Millisecond) {
+			if due, ok := clk.NextDue(); ok {
+				clk.Set(due)
+			}
+		}
 	}
 }

@@ -80,6 +80,7 @@ type Driver struct {
 	profiles []string
 
 	exits   sync.Map // name -> cachedExit
+	files   fileGate
 	watcher *watcher
 }
 
@@ -502,6 +503,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 		}
 	}
 	d.exits.Delete(name)
+	d.files.forget(name)
 	return nil
 }
 
@@ -660,8 +662,12 @@ func (d *Driver) lastExit(ctx context.Context, in Instance) (code int, signal st
 	if v, hit := d.exits.Load(in.Name); hit && v.(cachedExit).run.Equal(in.LastUsedAt) {
 		return v.(cachedExit).code, v.(cachedExit).signal, true
 	}
+	if d.files.until(in.Name).After(d.clock.Now()) {
+		return -1, "", false // see fileQuiet; a later Inspect reads it
+	}
 	code, signal = -1, "killed"
 	fr, err := d.c.ReadFile(ctx, in.Name, stateDir+"/"+exitCodeName, 0)
+	d.noteFileError(in.Name, err)
 	switch {
 	case err == nil:
 		if n, perr := strconv.Atoi(strings.TrimSpace(string(fr.Data))); perr == nil {

@@ -3,9 +3,7 @@ package incus
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
-	"time"
 
 	"github.com/engenho/engenho/drivers"
 )
@@ -53,22 +51,13 @@ func (d *Driver) Logs(ctx context.Context, name string, opts drivers.LogOptions)
 }
 
 // readLog reads a file of the state directory from offset; a file that
-// does not exist (yet) reads as empty. incusd serves files through a
-// helper process of its own (forkfile) that it may be replacing: its 500
-// ("dial unix .../forkfile.sock: no such file") is tried again every 50ms
-// for up to settleTimeout, as instance does for the stop hook.
+// does not exist (yet) reads as empty. See readFile for incusd's failures.
 func (d *Driver) readLog(ctx context.Context, name, file string, offset int64) (FileRange, error) {
-	deadline := d.clock.Now().Add(settleTimeout)
-	for {
-		fr, err := d.c.ReadFile(ctx, name, stateDir+"/"+file, offset)
-		if IsNotFound(err) {
-			return FileRange{Size: 0}, nil
-		}
-		var ae *APIError
-		if err == nil || !errors.As(err, &ae) || ae.Status < 500 || !d.clock.Now().Before(deadline) || !d.pause(ctx, 50*time.Millisecond) {
-			return fr, err
-		}
+	fr, err := d.readFile(ctx, name, stateDir+"/"+file, offset)
+	if IsNotFound(err) {
+		return FileRange{Size: 0}, nil
 	}
+	return fr, err
 }
 
 // follow streams first, then whatever is appended to the output log.

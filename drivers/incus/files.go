@@ -1,0 +1,88 @@
+package incus
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// fileQuiet is how long the driver leaves an instance's file API alone
+// after incusd failed a request to it with a 5xx.
+//
+// incusd 6.0 serves an instance's files through a helper process
+// (forkfile) that exits after 15s without a connection. When a request
+// comes in while one exits, the old helper's cleanup deletes the socket
+// of the helper started for the new request, and the request fails
+// ("dial unix .../forkfile.sock: no such file or directory"). That helper
+// keeps running, unreachable, for its own 15s, and every request made
+// meanwhile fails the same way and starts another: retrying at once keeps
+// the fault alive for as long as one retries (seen in CI: 30s of 500s).
+// A request made once the helper has exited starts a fresh one. incus 7.3
+// fixes the race (lxc/incus 3e06095).
+const fileQuiet = 16 * time.Second
+
+// fileAttempts bounds the reads of one file: the first and two more,
+// each after fileQuiet.
+const fileAttempts = 3
+
+// fileGate remembers, per instance, until when its file API is left alone.
+type fileGate struct {
+	mu    sync.Mutex
+	quiet map[string]time.Time
+}
+
+func (g *fileGate) until(name string) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.quiet[name]
+}
+
+func (g *fileGate) failed(name string, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.quiet == nil {
+		g.quiet = map[string]time.Time{}
+	}
+	if until.After(g.quiet[name]) {
+		g.quiet[name] = until
+	}
+}
+
+func (g *fileGate) forget(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.quiet, name)
+}
+
+// waitFiles waits out name's quiet time; false when ctx ended first.
+func (d *Driver) waitFiles(ctx context.Context, name string) bool {
+	if wait := d.files.until(name).Sub(d.clock.Now()); wait > 0 {
+		return d.pause(ctx, wait)
+	}
+	return ctx.Err() == nil
+}
+
+// noteFileError starts name's quiet time when err is incusd failing.
+func (d *Driver) noteFileError(name string, err error) {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status >= 500 {
+		d.files.failed(name, d.clock.Now().Add(fileQuiet))
+	}
+}
+
+// readFile reads path inside name from offset, waiting out a quiet time
+// and trying again after incusd failed, up to fileAttempts reads.
+func (d *Driver) readFile(ctx context.Context, name, path string, offset int64) (FileRange, error) {
+	for attempt := 1; ; attempt++ {
+		if !d.waitFiles(ctx, name) {
+			return FileRange{}, ctx.Err()
+		}
+		fr, err := d.c.ReadFile(ctx, name, path, offset)
+		d.noteFileError(name, err)
+		var ae *APIError
+		if err == nil || !errors.As(err, &ae) || ae.Status < 500 || attempt == fileAttempts {
+			return fr, err
+		}
+	}
+}
