@@ -262,3 +262,9 @@ func IsNotFound(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
+
+// isServerError reports whether err is incusd answering with a 5xx.
+func isServerError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status >= 500
+}

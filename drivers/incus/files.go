@@ -2,7 +2,6 @@ package incus
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -63,12 +62,14 @@ func (d *Driver) waitFiles(ctx context.Context, name string) bool {
 	return ctx.Err() == nil
 }
 
-// noteFileError starts name's quiet time when err is incusd failing.
-func (d *Driver) noteFileError(name string, err error) {
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status >= 500 {
-		d.files.failed(name, d.clock.Now().Add(fileQuiet))
+// noteFileError starts name's quiet time when err is incusd failing, and
+// reports whether it did.
+func (d *Driver) noteFileError(name string, err error) bool {
+	if !isServerError(err) {
+		return false
 	}
+	d.files.failed(name, d.clock.Now().Add(fileQuiet))
+	return true
 }
 
 // readFile reads path inside name from offset, waiting out a quiet time
@@ -79,9 +80,7 @@ func (d *Driver) readFile(ctx context.Context, name, path string, offset int64) 
 			return FileRange{}, ctx.Err()
 		}
 		fr, err := d.c.ReadFile(ctx, name, path, offset)
-		d.noteFileError(name, err)
-		var ae *APIError
-		if err == nil || !errors.As(err, &ae) || ae.Status < 500 || attempt == fileAttempts {
+		if !d.noteFileError(name, err) || attempt == fileAttempts {
 			return fr, err
 		}
 	}
