@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,5 +172,32 @@ func TestSignalPgrpAfterTheLeaderIsReaped(t *testing.T) {
 			t.Errorf("by number %v: the member %d outlived signalPgrp", byNumber, member)
 		}
 		groupByNumber.Store(old)
+	}
+}
+
+// DRV-3: a descriptor opened without close-on-exec (as one inherited from
+// a shell is) is found and marked; one already marked is left alone.
+func TestMarkInheritedCloseOnExec(t *testing.T) {
+	open := func(flags int) int {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|flags, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	inherited, own := open(0), open(unix.O_CLOEXEC)
+	marked, err := MarkInheritedCloseOnExec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(marked, inherited) || slices.Contains(marked, own) {
+		t.Errorf("marked %v; want %d (inherited) and not %d (already close-on-exec)", marked, inherited, own)
+	}
+	if flags, err := unix.FcntlInt(uintptr(inherited), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor %d: flags %d %v, want close-on-exec", inherited, flags, err)
+	}
+	if again, _ := MarkInheritedCloseOnExec(); slices.Contains(again, inherited) {
+		t.Errorf("marked %d twice", inherited)
 	}
 }

@@ -104,6 +104,7 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Log == nil {
 		opts.Log = logging.New(io.Discard, "json", zerolog.InfoLevel)
 	}
+	cleanInheritance(opts.Log)
 	settings, dg, err := opts.Load(opts.ConfigPath, opts.DataDir)
 	if err != nil {
 		// Without a config the data directory is the flag's or the default;
