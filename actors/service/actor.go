@@ -189,11 +189,19 @@ func (a *Actor) stopped() {
 func (a *Actor) list() {
 	drv, self, eng := a.drv, a.h.PID(), a.h.Engine()
 	sel := drivers.Labels{drivers.LabelStack: a.stack, drivers.LabelService: a.name}
-	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, stepTimeout(a.current.Definition, a.env))
+	clk, bound := a.h.Clock(), stepTimeout(a.current.Definition, a.env)
+	ctx, cancel := clock.WithTimeout(clk, a.ctx, bound)
 	go func() {
 		defer cancel()
-		found, err := drv.List(ctx, sel)
-		eng.Send(self, messages.ServiceListed{Instances: found, Err: err})
+		res, answered := supervise.Bounded(ctx, clk, func(ctx context.Context) messages.ServiceListed {
+			found, err := drv.List(ctx, sel)
+			return messages.ServiceListed{Instances: found, Err: err}
+		})
+		if !answered {
+			res.Err = drivers.Errorf(drv.Name(), "list", "", drivers.ErrTransient,
+				"no answer within the step bound (%s); the call was abandoned", bound)
+		}
+		eng.Send(self, res)
 	}()
 }
 
