@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fdsOf lists pid's open descriptors, each with what it refers to.
@@ -102,4 +103,91 @@ services:
 	if !slices.Equal(probe, want) {
 		t.Errorf("the exec probe's descriptors: %v, want only 0, 1, 2", probe)
 	}
+}
+
+// groupMembers returns the live (not zombie) processes of process group
+// pgid.
+func groupMembers(pgid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// DRV-3, DRV-4, DMN-9: the real daemon is SIGKILLed and adopts replicas
+// whose shell left a child in its process group (`sleep 1000 & wait`,
+// the orphan of issue 13). Stopping one (service stop), retiring one
+// (scale down) and removing the last (remove) each end the whole group:
+// no `sleep` is left behind.
+func TestDRV4AdoptedReplicasEndWithTheirWholeGroup(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	n.start("running")
+	stack := n.writeFile("groups.yaml", `name: groups
+services:
+  a:
+    command: ["/bin/sh", "-c", "sleep 1000 & wait"]
+    deploy: {replicas: 2}
+    stop_grace_period: 2s
+  b:
+    command: ["/bin/sh", "-c", "sleep 1000 & wait"]
+    stop_grace_period: 2s
+`)
+	n.mustCLI("apply", stack, "--wait")
+	pids := map[string]int{} // instance -> pid, which is its process group
+	slots := map[string]int{}
+	for _, svc := range []string{"a", "b"} {
+		for _, r := range n.service("groups", svc).Replicas {
+			pids[r.Instance] = pidOf(t, n, r.Instance)
+			slots[svc+"/"+strconv.Itoa(r.Slot)] = pids[r.Instance]
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("replicas: %v", pids)
+	}
+	for inst, pgid := range pids {
+		n.eventually(inst+"'s sleep in its group", 10*time.Second, func() bool { return len(groupMembers(pgid)) == 2 })
+	}
+
+	n.kill()
+	n.start("running")
+	n.eventually("the replicas adopted", 60*time.Second, func() bool {
+		a, b := n.service("groups", "a"), n.service("groups", "b")
+		return converged(a) && converged(b) && len(a.Replicas) == 2 && len(b.Replicas) == 1
+	})
+	for _, svc := range []string{"a", "b"} {
+		for _, r := range n.service("groups", svc).Replicas {
+			if pids[r.Instance] == 0 || pidOf(t, n, r.Instance) != pids[r.Instance] || r.Restarts != 0 {
+				t.Fatalf("%s was not adopted as it ran (pid %d, %d restarts)", r.Instance, pids[r.Instance], r.Restarts)
+			}
+		}
+	}
+	gone := func(what string, pgid int) {
+		t.Helper()
+		n.eventually(what+": group "+strconv.Itoa(pgid)+" gone", 20*time.Second, func() bool { return len(groupMembers(pgid)) == 0 })
+	}
+
+	n.mustCLI("service", "stop", "groups/b")
+	gone("service stop of b", slots["b/1"])
+	n.mustCLI("scale", "groups/a", "1")
+	gone("scale of a to 1", slots["a/2"])
+	if len(groupMembers(slots["a/1"])) != 2 {
+		t.Fatalf("slot 1 of a was touched by the scale down: %v", groupMembers(slots["a/1"]))
+	}
+	n.mustCLI("remove", "groups")
+	gone("remove", slots["a/1"])
 }
