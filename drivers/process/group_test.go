@@ -1,7 +1,10 @@
 package process_test
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,9 +189,20 @@ func TestDRV4LeftoversOfAnUnwatchedRunAreKilled(t *testing.T) {
 }
 
 // sessionLeaderCarrying finds the `sleep 1001` of the test's script: a
-// process leading its own session, whose command line says so.
-func sessionLeaderCarrying(t *testing.T, _ string) int {
+// process that carries the run token recorded in dir and leads its own
+// process group (only this run's processes carry its token).
+func sessionLeaderCarrying(t *testing.T, dir string) int {
 	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "instances", "grp", "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Token string `json:"run_token"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Token == "" {
+		t.Fatalf("no run token in %s: %v", b, err)
+	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -196,7 +210,9 @@ func sessionLeaderCarrying(t *testing.T, _ string) int {
 			continue
 		}
 		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if string(cmd) == "sleep\x001001\x00" && processGroupOf(pid) == pid {
+		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if string(cmd) == "sleep\x001001\x00" && processGroupOf(pid) == pid &&
+			slices.Contains(strings.Split(string(env), "\x00"), process.EnvRunToken+"="+rec.Token) {
 			return pid
 		}
 	}
