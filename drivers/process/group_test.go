@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/process"
 )
 
@@ -25,34 +26,6 @@ const groupScript = "sleep 1000 & wait"
 // (2 of 5 in the issue), so 20 clean runs in a row would happen by chance
 // with probability 0.6^20, about 4e-5.
 const groupReps = 20
-
-// groupMembers returns the live (not zombie) processes whose process
-// group is pgid.
-func groupMembers(pgid int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	want := strconv.Itoa(pgid)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 2 && f[0] != "Z" && f[2] == want {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
 
 // crashedDaemonGroup plays a daemon that starts the helper's script as
 // "grp" on dir and is SIGKILLed once the script's child runs beside it
@@ -72,7 +45,7 @@ func crashedDaemonGroup(t *testing.T, dir string) int {
 		t.Fatal("helper started nothing")
 	}
 	t.Cleanup(func() { unix.Kill(-pid, unix.SIGKILL) })
-	waitFor(t, "the script's child in the group", func() bool { return len(groupMembers(pid)) >= 2 })
+	waitFor(t, "the script's child in the group", func() bool { return len(drivertest.GroupMembers(pid)) >= 2 })
 	helper.Process.Signal(unix.SIGKILL)
 	helper.Wait()
 	return pid
@@ -83,7 +56,7 @@ func crashedDaemonGroup(t *testing.T, dir string) int {
 func groupGone(pgid int, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if len(groupMembers(pgid)) == 0 {
+		if len(drivertest.GroupMembers(pgid)) == 0 {
 			return true
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -114,7 +87,7 @@ func adoptedGroupEnds(t *testing.T, end func(d *process.Driver, pgid int) error)
 		recvExit(t, exit, "the adopted run")
 		if !groupGone(pgid, 2*time.Second) {
 			leaks++
-			t.Errorf("run %d: left alive in group %d: %v", i, pgid, groupMembers(pgid))
+			t.Errorf("run %d: left alive in group %d: %v", i, pgid, drivertest.GroupMembers(pgid))
 		}
 		d.Close()
 	}
@@ -171,7 +144,7 @@ func TestDRV4LeftoversOfAnUnwatchedRunAreKilled(t *testing.T) {
 	t.Cleanup(func() { unix.Kill(outside, unix.SIGKILL) })
 	unix.Kill(pgid, unix.SIGKILL)
 	waitFor(t, "the leader gone", func() bool { return !alive(pgid) })
-	if len(groupMembers(pgid)) == 0 {
+	if len(drivertest.GroupMembers(pgid)) == 0 {
 		t.Fatal("the leader took its group with it; nothing left to clean up")
 	}
 
@@ -181,7 +154,7 @@ func TestDRV4LeftoversOfAnUnwatchedRunAreKilled(t *testing.T) {
 		t.Fatalf("after the restart: %+v %v, want stopped", st, err)
 	}
 	if !groupGone(pgid, 2*time.Second) {
-		t.Errorf("left alive in group %d: %v", pgid, groupMembers(pgid))
+		t.Errorf("left alive in group %d: %v", pgid, drivertest.GroupMembers(pgid))
 	}
 	if !alive(outside) {
 		t.Errorf("the process that left the group (setsid, pid %d) was killed", outside)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/drivers/drivertest"
 )
 
 // fdsOf lists pid's open descriptors, each with what it refers to.
@@ -105,29 +107,6 @@ services:
 	}
 }
 
-// groupMembers returns the live (not zombie) processes of process group
-// pgid.
-func groupMembers(pgid int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // DRV-3, DRV-4, DMN-9: the real daemon is SIGKILLed and adopts replicas
 // whose shell left a child in its process group (`sleep 1000 & wait`,
 // the orphan of issue 13). Stopping one (service stop), retiring one
@@ -160,7 +139,7 @@ services:
 		t.Fatalf("replicas: %v", pids)
 	}
 	for inst, pgid := range pids {
-		n.eventually(inst+"'s sleep in its group", 10*time.Second, func() bool { return len(groupMembers(pgid)) == 2 })
+		n.eventually(inst+"'s sleep in its group", 10*time.Second, func() bool { return len(drivertest.GroupMembers(pgid)) == 2 })
 	}
 
 	n.kill()
@@ -178,15 +157,15 @@ services:
 	}
 	gone := func(what string, pgid int) {
 		t.Helper()
-		n.eventually(what+": group "+strconv.Itoa(pgid)+" gone", 20*time.Second, func() bool { return len(groupMembers(pgid)) == 0 })
+		n.eventually(what+": group "+strconv.Itoa(pgid)+" gone", 20*time.Second, func() bool { return len(drivertest.GroupMembers(pgid)) == 0 })
 	}
 
 	n.mustCLI("service", "stop", "groups/b")
 	gone("service stop of b", slots["b/1"])
 	n.mustCLI("scale", "groups/a", "1")
 	gone("scale of a to 1", slots["a/2"])
-	if len(groupMembers(slots["a/1"])) != 2 {
-		t.Fatalf("slot 1 of a was touched by the scale down: %v", groupMembers(slots["a/1"]))
+	if len(drivertest.GroupMembers(slots["a/1"])) != 2 {
+		t.Fatalf("slot 1 of a was touched by the scale down: %v", drivertest.GroupMembers(slots["a/1"]))
 	}
 	n.mustCLI("remove", "groups")
 	gone("remove", slots["a/1"])
