@@ -13,7 +13,7 @@ type Override struct {
 	Value string `json:"value"`
 	// File is what the stack file says: a replica count, or for
 	// deployment the id of the deployment the file made.
-	File    string    `json:"file,omitempty"`
+	File    string `json:"file,omitempty"`
 	Command string `json:"command,omitempty"`
 	// By is who ran the command, "uid 0 (root)"; UID and User say the
 	// same for programs. All three are empty when it was not recorded.
