@@ -24,7 +24,11 @@ func overrideLine(s messages.ServiceStatus, o messages.Override, now time.Time) 
 	case messages.OverrideDeployment:
 		return fmt.Sprintf("deployment %s (file says deployment %s; rolled back%s%s)", o.Value, o.File, by, at)
 	case messages.OverrideStopped:
-		return fmt.Sprintf("stopped (by the operator%s%s; `engenho service start %s/%s` lifts it)", by, at, s.Stack, s.Service)
+		when := "since " + clockAt(o.At, now)
+		if o.By != "" {
+			when = "by " + o.By + at
+		}
+		return fmt.Sprintf("stopped (%s; `engenho service start %s/%s` lifts it)", when, s.Stack, s.Service)
 	}
 	return fmt.Sprintf("%s %s (file says %s%s%s)", o.Field, o.Value, o.File, by, at)
 }

@@ -36,12 +36,25 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	}
 	res := control.ApplyResult{DryRun: args.DryRun}
 	since := rt.journal.LastSeq()
-	for _, st := range stacks {
-		applied, err := rt.deployer.Apply(ctx, st, "socket: "+st.Source, args.DryRun)
+	// A stack the config's files declare is refused before anything
+	// changes (SVC-23).
+	notes, sources := make([][]string, len(stacks)), make([]string, len(stacks))
+	for i, st := range stacks {
+		source, note, err := h.checkApplyListed(rt, st, args.DryRun)
+		if err != nil {
+			return res, err
+		}
+		sources[i] = source
+		if note != "" {
+			notes[i] = []string{note}
+		}
+	}
+	for i, st := range stacks {
+		applied, err := rt.deployer.Apply(ctx, st, sources[i], args.DryRun)
 		if err != nil {
 			return res, errCode(err)
 		}
-		plan := control.StackPlan{Stack: st.Name, Changes: applied.Changes, Notes: applied.Notes}
+		plan := control.StackPlan{Stack: st.Name, Changes: applied.Changes, Notes: append(notes[i], applied.Notes...)}
 		if cur, ok, _ := rt.journal.Stack(st.Name); ok && !args.DryRun {
 			plan.Deployment = fmt.Sprint(cur.Current.ID)
 		}
@@ -131,6 +144,9 @@ func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.Ch
 	rt, err := h.running()
 	if err != nil {
 		return control.ChangeResult{}, err
+	}
+	if err := h.refuseRemoveListed(rt, args.Stack); err != nil {
+		return control.ChangeResult{Stack: args.Stack}, err
 	}
 	return control.ChangeResult{Stack: args.Stack}, errCode(rt.deployer.Remove(args.Stack))
 }

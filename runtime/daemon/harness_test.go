@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ type node struct {
 	dir    string
 	config string
 	cmd    *exec.Cmd
-	log    *bytes.Buffer
+	log    *logBuffer
 	// extra is appended to the config (more keys, e.g. drivers).
 	extra string
 }
@@ -86,7 +87,7 @@ func (n *node) socket() string { return filepath.Join(n.data(), "control", "enge
 // start launches the daemon and waits until it answers with state want.
 func (n *node) start(want string) {
 	n.t.Helper()
-	n.log = &bytes.Buffer{}
+	n.log = &logBuffer{}
 	n.cmd = exec.Command(bin, "daemon", "--config", n.config, "--log-format", "json")
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -142,6 +143,24 @@ func (n *node) cleanup() {
 	if n.t.Failed() && n.log != nil {
 		n.t.Logf("daemon log (tail):\n%s", tail(n.log.String(), 60))
 	}
+}
+
+// logBuffer is the daemon's output, safe to read while it writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func tail(s string, lines int) string {
