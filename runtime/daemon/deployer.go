@@ -386,7 +386,7 @@ func (d *Deployer) Redeploy(stack, service string) error {
 // currentService reads the stack's state and current definition, which
 // must have service.
 func (d *Deployer) currentService(stack, service string) (journal.StackState, *stackfile.Stack, error) {
-	cur, err := d.mustCurrent(stack)
+	cur, err := d.mustLive(stack)
 	if err != nil {
 		return cur, nil, err
 	}
@@ -415,7 +415,7 @@ type RolledBack struct {
 func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cur, err := d.mustCurrent(stack)
+	cur, err := d.mustLive(stack)
 	if err != nil {
 		return RolledBack{}, err
 	}
@@ -438,7 +438,17 @@ func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 			File: file, Replaced: fileDep, Command: "engenho rollback " + stack, By: by, At: d.now()}
 		overrides = append(overrides, *out.Override)
 	}
-	if _, err := d.write(stack, journal.StackChange{Rollback: true, SetOverrides: true, Overrides: overrides}); err != nil {
+	change := journal.StackChange{Rollback: true, SetOverrides: true, Overrides: overrides}
+	if cur.Declared == nil {
+		// Written before engenho kept declarations: the deployment rolled
+		// back from is the file's, and a scale during the rollback needs
+		// its counts.
+		if raw, err := stackfile.Unmarshal(cur.Current.Definition); err == nil {
+			decl := declarationOf(raw, file, cur.Current.Source, d.now())
+			change.Declared = &decl
+		}
+	}
+	if _, err := d.write(stack, change); err != nil {
 		return out, fmt.Errorf("rollback %s: %w", stack, err)
 	}
 	switch {
@@ -524,6 +534,16 @@ func (d *Deployer) mustCurrent(stack string) (journal.StackState, error) {
 		return st, fmt.Errorf("stack %q: %w", stack, ErrUnknownStack)
 	}
 	return st, nil
+}
+
+// mustLive is mustCurrent for a change: a stack being removed takes none
+// (it would come back).
+func (d *Deployer) mustLive(stack string) (journal.StackState, error) {
+	st, err := d.mustCurrent(stack)
+	if err == nil && st.Current.Source == SourceRemove {
+		return st, fmt.Errorf("stack %s: %w", stack, ErrRemoving)
+	}
+	return st, err
 }
 
 // applyMessage turns a journal record into the tree's message.

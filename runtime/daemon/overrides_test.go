@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -230,7 +231,8 @@ func TestSVC23ScaleOverrideHoldsUntilTheFileChangesReplicas(t *testing.T) {
 
 // SVC-23, SVC-17: scaling back to the stack file's count drops the
 // override (announced); the file's count then runs and nothing is left
-// for status to show.
+// for status to show. An unknown service and a stack being removed are
+// refused.
 func TestSVC23ScaleBackToTheFileDropsTheOverride(t *testing.T) {
 	r := newRig(t, t.TempDir())
 	r.apply(ovStack(3, "v1"), false)
@@ -250,8 +252,18 @@ func TestSVC23ScaleBackToTheFileDropsTheOverride(t *testing.T) {
 	if len(st.Overrides) != 0 {
 		t.Fatalf("journal still holds %+v", st.Overrides)
 	}
-	if _, err := r.d.Scale("web", "nope", 2, rootUser); err == nil {
-		t.Fatal("scale of an unknown service accepted")
+	if _, err := r.d.Scale("web", "nope", 2, rootUser); !errors.Is(err, ErrUnknownService) {
+		t.Fatalf("scale of an unknown service: %v", err)
+	}
+	// A stack being removed takes no override: it would come back.
+	if err := r.d.Remove("web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.d.Scale("web", "api", 4, rootUser); !errors.Is(err, ErrRemoving) {
+		t.Fatalf("scale of a stack being removed: %v", err)
+	}
+	if _, err := r.d.Rollback("web", rootUser); !errors.Is(err, ErrRemoving) {
+		t.Fatalf("rollback of a stack being removed: %v", err)
 	}
 }
 
@@ -376,4 +388,41 @@ func TestSVC23DigestIgnoresTheSourceAndSurvivesTheJournal(t *testing.T) {
 	if da != db || da != dback || da == dc || !strings.HasPrefix(da, "sha256:") {
 		t.Fatalf("digests: %s %s %s %s", da, db, dback, dc)
 	}
+}
+
+// SVC-23: a journal written before declarations were kept (deployments
+// without one) works: a scale is recorded against the deployment's count,
+// a rollback records the declaration it rolled back from, and reloads of
+// the same file keep both.
+func TestSVC23JournalFromAnOlderVersion(t *testing.T) {
+	r := newRig(t, t.TempDir())
+	for _, v := range []string{"v1", "v2"} {
+		st, _ := stackfile.Parse("web.yaml", []byte(ovStack(3, v)))
+		def, _ := stackfile.Marshal(st)
+		revs := map[string]string{}
+		for name, svc := range st.Services {
+			revs[name] = svc.Revision()
+		}
+		if _, err := r.j.RecordDeployment("web", journal.Deployment{Definition: def, Revisions: revs, Source: "/etc/engenho/web.yaml"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := r.d.Scale("web", "api", 5, rootUser)
+	if err != nil || sc.File != 3 || sc.Override == nil {
+		t.Fatalf("scale: %+v %v", sc, err)
+	}
+	rb, err := r.d.Rollback("web", rootUser)
+	if err != nil || rb.Override == nil || rb.To != 1 {
+		t.Fatalf("rollback: %+v %v", rb, err)
+	}
+	st, _, _ := r.j.Stack("web")
+	if st.Declared == nil || st.Declared.Replicas["api"] != 3 || st.Declared.Source != "/etc/engenho/web.yaml" {
+		t.Fatalf("after the rollback: declared %+v", st.Declared)
+	}
+	for i := 0; i < 2; i++ {
+		if a := r.apply(ovStack(3, "v2"), false); !onlyUnchanged(a) || !hasNote(a, "replicas 5 kept") || !hasNote(a, "rollback to deployment 1") {
+			t.Fatalf("reload %d: %+v", i, a)
+		}
+	}
+	r.wantRunning("api", 5, "1")
 }
