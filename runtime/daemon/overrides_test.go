@@ -426,3 +426,39 @@ func TestSVC23JournalFromAnOlderVersion(t *testing.T) {
 	}
 	r.wantRunning("api", 5, "1")
 }
+
+// BenchmarkSVC23ScaleOverride is one `engenho scale` as the deployer does
+// it, without the socket: the synced override write (the desired-state
+// record rewritten) and the durable event, each op alternating between an
+// override and the file's count.
+func BenchmarkSVC23ScaleOverride(b *testing.B) {
+	d := newRigB(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := 3 + (i+1)%2*2
+		if _, err := d.Scale("web", "api", n, rootUser); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// newRigB is a deployer over a real, synced journal with the stack of
+// ovStack applied, for benchmarks.
+func newRigB(b *testing.B) *Deployer {
+	j, err := journal.Open(journal.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = j.Close() })
+	d := NewDeployer(j, testNode{fake.New(fake.Options{})})
+	d.announce = func(ev messages.Event) {
+		if _, err := j.Append(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st, _ := stackfile.Parse("web.yaml", []byte(ovStack(3, "v1")))
+	if _, err := d.Apply(context.Background(), st, "/etc/engenho/web.yaml", false); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
