@@ -40,6 +40,9 @@ type ServiceStatus struct {
 	Ports         []PortStatus    `json:"ports,omitempty"`
 	Replicas      []ReplicaStatus `json:"replicas,omitempty"`
 	UpdatedAt     time.Time       `json:"updated_at"`
+	// Overrides are the values operators' commands hold instead of the
+	// stack file's (SVC-23); the daemon adds them to the board's copy.
+	Overrides []Override `json:"overrides,omitempty"`
 }
 
 // RolloutStatus shows a rollout slot by slot (SVC-19).

@@ -23,7 +23,9 @@ func init() {
 					if err != nil {
 						return err
 					}
-					return s.show(res, func() string { return formatChanges("rolling back stack "+res.Stack, res) })
+					return s.show(res, func() string {
+						return formatChanges("rolling back stack "+res.Stack, res) + formatNotes(res.Notes)
+					})
 				})
 			},
 		}

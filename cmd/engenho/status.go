@@ -68,7 +68,7 @@ func formatStatus(res control.StatusResult, now time.Time) string {
 		b.WriteString("\n" + serviceTable(res.Services))
 	}
 	for _, svc := range res.Services {
-		b.WriteString("\n" + serviceDetail(svc))
+		b.WriteString("\n" + serviceDetail(svc) + overrideLines(svc, now))
 	}
 	if len(res.Hosts) > 0 {
 		b.WriteString("\n" + hostTable(res.Hosts, now))
@@ -130,7 +130,7 @@ func serviceTable(services []messages.ServiceStatus) string {
 		if s.Stopped {
 			state += " (stopped)"
 		}
-		t.row(s.Stack+"/"+s.Service, state, strconv.Itoa(s.Desired), strconv.Itoa(s.Running), strconv.Itoa(s.Healthy),
+		t.row(s.Stack+"/"+s.Service, state, desiredCell(s), strconv.Itoa(s.Running), strconv.Itoa(s.Healthy),
 			shortRev(s.Revision), oneLine(s.Message, messageWidth))
 	}
 	return t.String()

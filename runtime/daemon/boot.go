@@ -234,6 +234,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j})
 	m := d.metrics
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
+	dep.now, dep.announce = d.clk.Now, d.parts.sink.Record
 	desired, removing, err := dep.Desired()
 	if err != nil {
 		return fail(fmt.Errorf("reading the desired state: %w", err))
@@ -358,7 +359,11 @@ func (d *Daemon) applyConfigStacks() {
 		listed[path] = true
 		st, err := stackfile.ParseFile(path)
 		if err == nil {
-			_, err = rt.deployer.Apply(context.Background(), st, path, false)
+			var applied Applied
+			applied, err = rt.deployer.Apply(context.Background(), st, path, false)
+			for _, note := range applied.Notes {
+				d.log.Info().Str("file", path).Str("stack", st.Name).Msg(note)
+			}
 		}
 		if err != nil {
 			d.log.Error().Err(err).Str("file", path).Msg("stack file refused")
