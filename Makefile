@@ -5,7 +5,7 @@
 #   make bench   the benchmark tables (PERF-1..PERF-7)
 #   make chaos   the CI chaos campaign; make soak a long one
 #   make fuzz    every fuzz target for a fixed time
-#   make lint    go vet and gofmt
+#   make lint    go vet, gofmt and go mod tidy
 
 GO        ?= go
 BIN       := cmd/engenho/engenho
@@ -61,6 +61,7 @@ fuzz:
 
 lint:
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 clean:
