@@ -1,6 +1,7 @@
 package treetest
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/process"
 	"github.com/engenho/engenho/messages"
 )
@@ -46,6 +48,7 @@ func BenchmarkSVC13RolloutFailFast(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = t.Stop() }()
+	defer removeAll(b, t, drv, "ff") // stopping the tree leaves workloads running
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -76,6 +79,17 @@ func BenchmarkSVC13RolloutFailFast(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// removeAll removes stack and waits until the driver runs nothing of it.
+func removeAll(b *testing.B, t *Tree, drv drivers.Driver, stack string) {
+	t.Send(messages.RemoveStack{Stack: stack})
+	if !t.WaitFor(time.Minute, func() bool {
+		st, err := drv.List(context.Background(), drivers.Labels{drivers.LabelStack: stack})
+		return err == nil && len(st) == 0
+	}) {
+		b.Errorf("stack %s still has instances after its removal", stack)
+	}
 }
 
 func lastOf(evs []messages.Event, kind string) string {
