@@ -55,31 +55,43 @@ func crashLooping(r Replica, t Target) bool {
 	return r.Failures > 0 && r.Failures >= t.Immediate
 }
 
+// slotView is how one slot is doing: its condition, the message about it
+// and the reason of its last failure.
+type slotView struct {
+	cond   condition
+	msg    string
+	reason string
+}
+
 // conditionOf classifies r at now and says why when it is not fine: the
-// reason first, since the status table cuts long messages.
-func conditionOf(r Replica, t Target, now time.Time) (condition, string) {
+// reason first, since the status table cuts long messages. The health of
+// an instance that is not running is the last run's, so it counts only
+// while it runs.
+func conditionOf(r Replica, t Target, now time.Time) slotView {
+	reason := orUnknown(r.LastError)
 	switch {
 	case r.Phase == "failed":
-		return slotFailing, orUnknown(r.LastError)
-	case r.Health == "unhealthy":
-		return slotFailing, "unhealthy: " + orUnknown(r.Probe)
+		return slotView{slotFailing, reason, reason}
+	case r.Health == "unhealthy" && running(r):
+		why := "unhealthy: " + orUnknown(r.Probe)
+		return slotView{slotFailing, why, why}
 	case r.Failures == 0:
-		return slotFine, ""
+		return slotView{}
 	}
-	why := fmt.Sprintf("%s (%s)", orUnknown(r.LastError), failures(r.Failures))
+	why := fmt.Sprintf("%s (%s)", reason, failures(r.Failures))
 	switch {
 	case !running(r) && r.NextAttempt.After(now):
-		return slotBackoff, why
+		return slotView{slotBackoff, why, reason}
 	case !running(r):
-		return slotFailing, why + "; restarting"
+		return slotView{slotFailing, why + "; restarting", reason}
 	case crashLooping(r, t):
-		return slotFailing, why + "; up again, not yet stable"
+		return slotView{slotFailing, why + "; up again, not yet stable", reason}
 	case !r.InRotation:
-		return slotFine, "" // restarted and probing: counted as not serving yet
+		return slotView{} // restarted and probing: counted as not serving yet
 	case now.Before(r.ServingSince.Add(t.Update.Monitor)):
-		return slotSettling, why + "; serving again, settling"
+		return slotView{slotSettling, why + "; serving again, settling", ""}
 	}
-	return slotFine, ""
+	return slotView{}
 }
 
 func failures(n int) string {
@@ -92,28 +104,21 @@ func failures(n int) string {
 // worst is the slot the service's state is about: the lowest slot in the
 // worst condition.
 type worst struct {
-	cond   condition
-	msg    string
-	reason string
+	slotView
 	next   time.Time
 	others int // further slots that back off or fail
 }
 
-func (w *worst) see(r Replica, c condition, msg string) {
-	if c >= slotBackoff && w.cond >= slotBackoff {
+func (w *worst) see(r Replica, v slotView) {
+	if v.cond >= slotBackoff && w.cond >= slotBackoff {
 		w.others++
 	}
-	if c <= w.cond {
+	if v.cond <= w.cond {
 		return
 	}
-	w.cond, w.msg, w.reason, w.next = c, fmt.Sprintf("slot %d: %s", r.Slot, msg), "", time.Time{}
-	if c >= slotBackoff {
-		w.reason = orUnknown(r.LastError)
-		if r.Health == "unhealthy" && r.Phase != "failed" {
-			w.reason = "unhealthy: " + orUnknown(r.Probe)
-		}
-	}
-	if c == slotBackoff {
+	w.slotView, w.next = v, time.Time{}
+	w.msg = fmt.Sprintf("slot %d: %s", r.Slot, v.msg)
+	if v.cond == slotBackoff {
 		w.next = r.NextAttempt
 	}
 }
@@ -138,56 +143,61 @@ func Summarize(s State, waitingFor string, now time.Time) Summary {
 			extra++
 			continue
 		}
-		c, msg := conditionOf(r, s.Target, now)
+		v := conditionOf(r, s.Target, now)
 		if running(r) {
 			sum.Running++
 		}
 		if r.InRotation {
 			sum.Healthy++
-			if c != slotFailing {
+			if v.cond != slotFailing {
 				sum.Steady++
 			}
-			if r.Revision == s.Target.Revision && c == slotFine {
+			if r.Revision == s.Target.Revision && v.cond == slotFine {
 				current++
 			}
 		}
-		if c == slotSettling {
+		if v.cond == slotSettling {
 			sum.Recheck = earliest(sum.Recheck, r.ServingSince.Add(s.Target.Update.Monitor))
 		}
-		w.see(r, c, msg)
+		w.see(r, v)
 	}
-	if w.cond >= slotBackoff {
+	if w.cond >= slotBackoff && !s.Stopped {
 		sum.Reason, sum.NextAttempt = w.reason, w.next
 	}
+	sum.State, sum.Message = stateOf(s, w, current, extra, waitingFor)
+	return sum
+}
+
+// stateOf picks the service state: what the planner is doing first, then
+// the worst slot; converged only when every slot serves the current
+// revision (current of them do, and none fails) and nothing else is left
+// (extra).
+func stateOf(s State, w worst, current, extra int, waitingFor string) (messages.ServiceState, string) {
 	switch {
 	case !s.Adopted:
-		sum.State, sum.Message = messages.ServiceStarting, "adopting instances"
+		return messages.ServiceStarting, "adopting instances"
 	case s.Stopped:
-		sum.State, sum.Message = messages.ServiceConverged, "stopped by the operator (engenho service start lifts it)"
-		sum.Reason, sum.NextAttempt = "", time.Time{}
+		return messages.ServiceConverged, "stopped by the operator (engenho service start lifts it)"
 	case !s.DepsMet:
-		sum.State, sum.Message = messages.ServiceWaiting, "waiting for "+waitingFor
+		return messages.ServiceWaiting, "waiting for " + waitingFor
 	case s.Rollout != nil && s.Rollout.Paused:
-		sum.State, sum.Message = messages.ServicePaused, s.Rollout.Message
+		return messages.ServicePaused, s.Rollout.Message
 	case s.Rollout != nil:
-		sum.State = messages.ServiceUpdating
-		sum.Message = fmt.Sprintf("revision %s: %d of %d slots done", s.Rollout.Target.Revision, len(s.Rollout.Done), s.Target.Replicas)
+		msg := fmt.Sprintf("revision %s: %d of %d slots done", s.Rollout.Target.Revision, len(s.Rollout.Done), s.Target.Replicas)
 		if w.cond >= slotBackoff {
-			sum.Message += "; " + w.message()
+			msg += "; " + w.message()
 		}
+		return messages.ServiceUpdating, msg
 	case w.cond == slotFailing:
-		sum.State, sum.Message = messages.ServiceFailing, w.message()
+		return messages.ServiceFailing, w.message()
 	case w.cond == slotBackoff:
-		sum.State, sum.Message = messages.ServiceBackoff, w.message()
+		return messages.ServiceBackoff, w.message()
 	case current == s.Target.Replicas && extra == 0:
-		sum.State = messages.ServiceConverged
+		return messages.ServiceConverged, ""
 	case w.cond == slotSettling:
-		sum.State, sum.Message = messages.ServiceStarting, w.message()
-	default:
-		sum.State = messages.ServiceStarting
-		sum.Message = fmt.Sprintf("%d of %d replicas serving", current, s.Target.Replicas)
+		return messages.ServiceStarting, w.message()
 	}
-	return sum
+	return messages.ServiceStarting, fmt.Sprintf("%d of %d replicas serving", current, s.Target.Replicas)
 }
 
 // Alarm tracks the service-level health events (SVC-20).

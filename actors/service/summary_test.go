@@ -66,6 +66,10 @@ func TestSVC19SummaryTable(t *testing.T) {
 		{name: "SUP-14 unhealthy: the probe output",
 			r:     Replica{Phase: "unhealthy", Health: "unhealthy", Probe: "HTTP 500"},
 			state: messages.ServiceFailing, message: "slot 1: unhealthy: HTTP 500", reason: "unhealthy: HTTP 500"},
+		{name: "SUP-14 down after a health restart: backoff, the health of the last run does not count",
+			r: Replica{Phase: "down", Health: "unhealthy", Probe: "HTTP 503", Failures: 4, LastError: "unhealthy: HTTP 503",
+				NextAttempt: next},
+			state: messages.ServiceBackoff, message: "slot 1: unhealthy: HTTP 503 (4 failures)", reason: "unhealthy: HTTP 503", next: next},
 		{name: "SUP-16 restart limit reached",
 			r:     Replica{Phase: "failed", Failures: 5, LastError: "restart limit reached: exited with code 2"},
 			state: messages.ServiceFailing, message: "slot 1: restart limit reached: exited with code 2",
@@ -146,7 +150,7 @@ func TestSVC19SummaryProperties(t *testing.T) {
 				ServingSince: t0.Add(-time.Duration(rapid.IntRange(0, 20).Draw(rt, "since")) * time.Second),
 			}
 			r.InRotation = r.Phase == "serving" && r.Health != "unhealthy"
-			if r.Phase == "failed" || r.Health == "unhealthy" || (r.Failures > 0 && !running(r)) ||
+			if r.Phase == "failed" || (r.Health == "unhealthy" && running(r)) || (r.Failures > 0 && !running(r)) ||
 				(running(r) && crashLooping(r, s.Target)) {
 				bad = true
 			}
