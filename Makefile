@@ -41,6 +41,8 @@ bench: build
 	ENGENHO_PERF=1 $(GO) test -count=1 -run TestPrintPerfTable -v ./runtime/journal/
 	@echo "== PERF-7 control socket status of 1,000 services"
 	$(GO) test -run '^$$' -bench Status -benchtime 20x ./runtime/control/
+	@echo "== SVC-13 rollout fail-fast: apply to deploy.failed, healthcheck interval 1s, retries 2, real processes"
+	$(GO) test -run '^$$' -bench SVC13RolloutFailFast -benchtime 5x ./actors/treetest/
 	@echo "== balancer"
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./runtime/balancer/
 

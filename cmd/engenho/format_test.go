@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -224,4 +225,24 @@ func TestFormatHelpers(t *testing.T) {
 	same(t, "log chunk", formatLogChunk(control.LogChunk{Slot: 2, Text: "a\nb"}, true), "[2] a\n[2] b\n")
 	same(t, "log chunk raw", formatLogChunk(control.LogChunk{Slot: 2, Text: "a\n"}, false), "a\n")
 	same(t, "intent", formatIntent(control.ServiceIntentResult{Stack: "web", Service: "api", Stopped: true}), "web/api: already stopped\n")
+}
+
+// TestSVC19StatusBackoffRow: a service that backs off shows its counts,
+// the reason and when its next attempt is due; a long message is cut, the
+// next attempt never is (issue 13).
+func TestSVC19StatusBackoffRow(t *testing.T) {
+	next := now.Add(56 * time.Second)
+	long := "slot 1: " + strings.Repeat("x", 80) + " (4 failures)"
+	svcs := []messages.ServiceStatus{
+		{Stack: "crash", Service: "bad", State: messages.ServiceBackoff, Message: "slot 1: exited with code 1 (4 failures)",
+			Reason: "exited with code 1", NextAttempt: &next, Revision: "a6c0a22c7130", Desired: 1},
+		{Stack: "crash", Service: "long", State: messages.ServiceBackoff, Message: long, NextAttempt: &next, Revision: "b6c0a22c7130", Desired: 2, Running: 1, Healthy: 1},
+		{Stack: "crash", Service: "loop", State: messages.ServiceFailing, Message: "slot 1: exited with code 1 (5 failures); up again, not ye...able",
+			Reason: "exited with code 1", Revision: "c6c0a22c7130", Desired: 1, Running: 1, Healthy: 1},
+	}
+	same(t, "backoff rows", serviceTable(svcs, now), `SERVICE     STATE    DESIRED  RUNNING  HEALTHY  REVISION      MESSAGE
+crash/bad   backoff  1        0        0        a6c0a22c7130  slot 1: exited with code 1 (4 failures); next attempt in 56s
+crash/long  backoff  2        1        1        b6c0a22c7130  slot 1: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...; next attempt in 56s
+crash/loop  failing  1        1        1        c6c0a22c7130  slot 1: exited with code 1 (5 failures); up again, not ye...
+`)
 }

@@ -100,7 +100,7 @@ func (h *handler) waitConverged(ctx context.Context, rt *runtime, res control.Ap
 				}
 			}
 			switch {
-			case svc.State == messages.ServicePaused || svc.State == messages.ServiceFailing:
+			case svc.State == messages.ServicePaused || svc.State == messages.ServiceFailing || svc.State == messages.ServiceBackoff:
 				res.Outcome = control.OutcomeFailed
 				res.Failed = append(res.Failed, svc)
 				return res, nil
