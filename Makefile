@@ -28,9 +28,9 @@ bench: build
 	@echo "== PERF-2 messaging, spawn/stop and memory per idle actor"
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./actors/supervise/
 	@echo "== PERF-1 restart latency: the process driver alone, then through the whole tree"
-	$(GO) test -run '^$$' -bench RestartLatency -benchtime 200x ./drivers/process/ ./actors/treetest/
+	$(GO) test -run '^$$' -bench RestartLatency -benchtime 200x ./drivers/process/ ./actors/internal/treetest/
 	@echo "== PERF-3 scale on the fake driver"
-	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./actors/treetest/
+	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./actors/internal/treetest/
 	@echo "== PERF-4 daemon restart with 1,000 process replicas"
 	$(GO) test -run '^$$' -bench DaemonRestart -benchtime 1x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-5 wake latency: restore alone, then a whole wake through the edge (fs, and MinIO when ENGENHO_S3_* is set)"
@@ -42,7 +42,7 @@ bench: build
 	@echo "== PERF-7 control socket status of 1,000 services"
 	$(GO) test -run '^$$' -bench Status -benchtime 20x ./runtime/control/
 	@echo "== SVC-13 rollout fail-fast: apply to deploy.failed, healthcheck interval 1s, retries 2, real processes"
-	$(GO) test -run '^$$' -bench SVC13RolloutFailFast -benchtime 5x ./actors/treetest/
+	$(GO) test -run '^$$' -bench SVC13RolloutFailFast -benchtime 5x ./actors/internal/treetest/
 	@echo "== balancer"
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./runtime/balancer/
 
@@ -56,7 +56,7 @@ soak: build
 	$(BIN) chaos run --scenario soak --seed $${SEED:-$$(date +%s)} --faults $${FAULTS:-5000} --report chaos/reports/soak
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/stackfile/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./configs/stackfile/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./runtime/config/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./runtime/control/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./drivers/objstore/lease/

@@ -15,8 +15,8 @@ import (
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/chaos/inject"
 	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/drivers/drivertest"
-	"github.com/engenho/engenho/runtime/config"
 )
 
 func campaignOpts(t *testing.T, scenario string, seed uint64, faults int) (Options, *bytes.Buffer) {
@@ -149,14 +149,14 @@ func TestConfigPrefixesNeverParse(t *testing.T) {
 		if err := os.WriteFile(path, full, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := config.Load(path); err != nil {
+		if _, _, err := daemonconfig.Load(path); err != nil {
 			t.Fatalf("the full config does not load: %v", err)
 		}
 		for n := 0; n < len(bytes.TrimSpace(full)); n++ {
 			if err := os.WriteFile(path, full[:n], 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := config.Load(path); err == nil {
+			if _, _, err := daemonconfig.Load(path); err == nil {
 				t.Fatalf("a %d-byte prefix loads:\n%s", n, full[:n])
 			}
 		}

@@ -3,8 +3,8 @@ package messages
 import (
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // HostDefinition hands the activator a service it runs instead of a

@@ -3,9 +3,9 @@ package messages
 import (
 	"time"
 
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/ladder"
-	"github.com/engenho/engenho/runtime/probe"
+	"github.com/engenho/engenho/drivers/probe"
 )
 
 // ReplicaStatus is a replica actor's published snapshot (SUP-3, SVC-19).

@@ -3,8 +3,8 @@ package messages
 import (
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // ServiceState is a service's state (SVC-19).

@@ -1,6 +1,6 @@
 package messages
 
-import "github.com/engenho/engenho/runtime/stackfile"
+import "github.com/engenho/engenho/configs/stackfile"
 
 // StackDeployment is one recorded deployment of a stack: the parsed
 // definition, immutable once recorded, and each service's effective

@@ -10,10 +10,10 @@ import (
 	"github.com/engenho/engenho/actors/host"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/engenho/engenho/runtime/edge"
 	"github.com/engenho/engenho/runtime/journal"
 )

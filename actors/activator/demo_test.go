@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // engenhoBin builds the engenho binary once per test run (or takes

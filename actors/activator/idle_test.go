@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/clock"
 	objfake "github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/engenho/engenho/runtime/edge"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 func awakeNode(t *testing.T, edit ...func(*stackfile.Service)) (*node, *clock.Fake) {

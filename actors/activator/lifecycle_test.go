@@ -10,10 +10,10 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/clock"
 	objfake "github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // SUP-9 for hosts: a host actor that crashes is restarted; the new

@@ -11,16 +11,16 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/sidecar"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/drivers/objstore/lease"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/engenho/engenho/runtime/edge"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/probe"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // Journal is the journal as a host uses it: its due time (ACT-10) and its
@@ -159,7 +159,7 @@ type Actor struct {
 	waiters      []*actor.PID
 	kids         *supervise.Children
 
-	gate      *edge.Gate
+	gate      *Gate
 	mgr       *lease.Manager
 	lease     *lease.Lease
 	head      checkpoint.Head
@@ -256,7 +256,7 @@ func (a *Actor) start() {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.def = a.p.Definition()
 	a.wakeDef = a.def
-	a.gate = edge.NewGate()
+	a.gate = NewGate()
 	a.client = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	a.step(Begin{})
 }

@@ -3,8 +3,8 @@ package host
 import (
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 func (m *machine) timer(kind string) {

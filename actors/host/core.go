@@ -3,8 +3,8 @@ package host
 import (
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // Config is what the core needs to decide; the shell derives it from the

@@ -16,14 +16,14 @@ import (
 
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/sidecar"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/drivers/objstore/lease"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/probe"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // opFunc runs in an operation's goroutine; it fills r and returns the

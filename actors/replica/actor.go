@@ -9,12 +9,11 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/ladder"
-	"github.com/engenho/engenho/runtime/probe"
-	"github.com/engenho/engenho/runtime/status"
 )
 
 // Emitter takes events for the node's event log.
@@ -27,7 +26,7 @@ type Env struct {
 	Driver drivers.Driver
 	Prober *probe.Prober
 	Events Emitter
-	Board  *status.Board
+	Board  *supervise.Board
 	// StepTimeout bounds every driver call (SVC-11).
 	StepTimeout time.Duration
 	// OutputLines is how much of a failed run's output is kept (SVC-21).

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/ladder"
-	"github.com/engenho/engenho/runtime/probe"
 )
 
 // Phase is where a replica is in its life (SVC-6).

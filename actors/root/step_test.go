@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/actors/treetest"
+	"github.com/engenho/engenho/actors/internal/treetest"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // oneReplica is a service with an exec healthcheck and one replica.

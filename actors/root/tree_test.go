@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/actors/treetest"
+	"github.com/engenho/engenho/actors/internal/treetest"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"go.uber.org/goleak"
 )
 

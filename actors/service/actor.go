@@ -13,14 +13,13 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/replica"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/balancer"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/ladder"
-	"github.com/engenho/engenho/runtime/probe"
-	"github.com/engenho/engenho/runtime/stackfile"
-	"github.com/engenho/engenho/runtime/status"
 )
 
 // Store is the journal as a service uses it: rollout progress and failed
@@ -36,7 +35,7 @@ type Env struct {
 	Driver   func(name string) (drivers.Driver, bool)
 	Balancer *balancer.Balancer
 	Events   replica.Emitter
-	Board    *status.Board
+	Board    *supervise.Board
 	Store    Store
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in commands.
 	Bin         string

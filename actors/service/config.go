@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/replica"
+	"github.com/engenho/engenho/actors/supervise/ladder"
+	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/ladder"
-	"github.com/engenho/engenho/runtime/probe"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // targetOf is the planner's view of one deployment of the service.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // Config is what the core needs of a sidecar's definition.

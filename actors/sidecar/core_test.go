@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/stackfile"
 	"pgregory.net/rapid"
 )
 

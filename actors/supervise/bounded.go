@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // AbandonGrace is how long Bounded still waits, once the context of a call

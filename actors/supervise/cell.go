@@ -5,8 +5,8 @@ import (
 	"runtime/debug"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/rs/zerolog"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // PlantEnv names the planted bug of a chaos-enabled daemon (self-test only).

@@ -12,11 +12,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/drivers/objstore"
 	objfake "github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/drivers/objstore/lease"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

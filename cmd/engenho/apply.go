@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // engenho apply FILE... [--dry-run] [--wait]: deploy stack files (SVC-4,

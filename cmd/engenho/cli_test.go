@@ -17,11 +17,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/control/controltest"
 	"github.com/engenho/engenho/runtime/lifecycle"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // daemonFake serves f on a fresh socket for the CLI to talk to.

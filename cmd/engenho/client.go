@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // This file holds what every client subcommand shares: the global flags,

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/ladder"
 	"github.com/engenho/engenho/runtime/lifecycle"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

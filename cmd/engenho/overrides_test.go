@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 var (

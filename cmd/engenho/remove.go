@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // engenho remove STACK [--volumes]: retire every service of a stack

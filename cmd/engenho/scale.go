@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // engenho scale STACK/SERVICE N: set the replica count; scaling down

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/fake"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 func shSpec(name, script string, labels drivers.Labels) drivers.Spec {

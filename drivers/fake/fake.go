@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // DriverName is the fake's config name.

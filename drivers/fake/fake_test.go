@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // instance is one record. Guarded by Driver.mu.

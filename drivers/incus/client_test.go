@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // fakeIncusd serves a few canned answers over a unix socket, the way

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // DriverName is the process driver's config name.

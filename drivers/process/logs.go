@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // logSet is an instance's output: the current file, written by the

@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/process"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // batchScript counts its runs in ./n and writes 100 lines tagged with the

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // port is one published listen address and its backends. Every field

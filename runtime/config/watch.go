@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/fsnotify/fsnotify"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/goleak"
 )

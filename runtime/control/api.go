@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/ladder"
 	"github.com/engenho/engenho/runtime/lifecycle"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // This file holds every op's arguments and result. Both the server and the

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/control/controltest"
-	"github.com/engenho/engenho/runtime/ladder"
 	"github.com/engenho/engenho/runtime/lifecycle"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/runtime/lifecycle"
 )
 

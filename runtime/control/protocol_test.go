@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/control/controltest"
 )

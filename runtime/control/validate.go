@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/engenho/engenho/runtime/stackfile"
+	"github.com/engenho/engenho/configs/stackfile"
 )
 
 // Bounds on argument values (SEC-3, SEC-4).

@@ -7,17 +7,17 @@ import (
 
 	"github.com/engenho/engenho/actors/activator"
 	"github.com/engenho/engenho/actors/service"
+	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/backend"
 	"github.com/engenho/engenho/drivers/objstore/s3"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/config"
 )
 
 // openStore opens the object store the config names (DRV-8..DRV-10):
 // hibernating hosts park their state there behind their lease.
 func (d *Daemon) openStore(s Settings) (objstore.Store, string, func() error, error) {
-	c := config.Defaults()
+	c := daemonconfig.Defaults()
 	if s.Config != nil {
 		c = *s.Config
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/engenho/engenho/actors/root"
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/configs/daemonconfig"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/incus"
 	"github.com/engenho/engenho/drivers/objstore"
@@ -24,8 +26,6 @@ import (
 	"github.com/engenho/engenho/runtime/journal"
 	"github.com/engenho/engenho/runtime/lifecycle"
 	"github.com/engenho/engenho/runtime/metrics"
-	"github.com/engenho/engenho/runtime/stackfile"
-	"github.com/engenho/engenho/runtime/status"
 )
 
 // parts is what the boot phases have built so far; the drain and the
@@ -48,7 +48,7 @@ type runtime struct {
 	engine   *actor.Engine
 	sys      *supervise.System
 	root     *actor.PID
-	board    *status.Board
+	board    *supervise.Board
 	balancer *balancer.Balancer
 	deployer *Deployer
 	journal  *journal.Journal
@@ -142,7 +142,7 @@ func (d *Daemon) resolveConfig() (func(), error) {
 		// A truncate event can make a reader see an empty file: if the file
 		// changed since it was read, read it once more (DMN-16).
 		<-d.clk.NewTimer(config.DefaultDebounce).C()
-		if changed, _ := config.Changed(d.opts.ConfigPath, dg); changed {
+		if changed, _ := daemonconfig.Changed(d.opts.ConfigPath, dg); changed {
 			s, dg, err = d.opts.Load(d.opts.ConfigPath, d.opts.DataDir)
 		}
 	}
@@ -258,7 +258,7 @@ func (d *Daemon) startTree() (func(), error) {
 	if err != nil {
 		return nil, configError{err}
 	}
-	rt := &runtime{engine: engine, board: status.New(), deployer: p.deployer, journal: p.journal, drivers: p.drivers,
+	rt := &runtime{engine: engine, board: supervise.NewBoard(), deployer: p.deployer, journal: p.journal, drivers: p.drivers,
 		exited: make(chan messages.ChildExited, 1), draining: make(chan struct{})}
 	rt.balancer = balancer.New(balancer.Options{Clock: d.clk, Logger: d.log.With().Str("part", "balancer").Logger()})
 	rt.sys = supervise.NewSystem(engine, d.clk, d.log.Logger)

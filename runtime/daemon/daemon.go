@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/engenho/engenho/configs/daemonconfig"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/config"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/datadir"
 	"github.com/engenho/engenho/runtime/journal"
@@ -36,7 +36,7 @@ type Options struct {
 	// Clock is the wall clock unless a test gives another.
 	Clock clock.Clock
 	// Load reads and resolves the config file; LoadConfig when nil.
-	Load func(path, dataDir string) (Settings, config.Digest, error)
+	Load func(path, dataDir string) (Settings, daemonconfig.Digest, error)
 	// NoSignals leaves signal handling to the caller (tests).
 	NoSignals bool
 }
@@ -82,7 +82,7 @@ type Daemon struct {
 
 	settings Settings
 	cur      atomic.Pointer[Settings] // a copy of settings for other goroutines
-	digest   config.Digest            // of the config bytes the settings came from (DMN-16)
+	digest   daemonconfig.Digest      // of the config bytes the settings came from (DMN-16)
 	boot     journal.BootAttempt
 	rt       atomic.Pointer[runtime] // the running runtime; nil while down
 	parts    *parts                  // what the boot phases built, owned by the loop
@@ -140,7 +140,7 @@ func New(opts Options) (*Daemon, error) {
 }
 
 // setSettings changes the settings; only the loop (or New) calls it.
-func (d *Daemon) setSettings(s Settings, dg config.Digest) {
+func (d *Daemon) setSettings(s Settings, dg daemonconfig.Digest) {
 	d.settings, d.digest = s, dg
 	c := s
 	d.cur.Store(&c)

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // SourceRemove marks a deployment recorded by `engenho remove`: the stack is

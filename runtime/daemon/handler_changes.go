@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // Apply parses every file first: one bad file refuses the whole request

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/runtime/control"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // A stack whose file the config lists is the file's: a reload deploys the

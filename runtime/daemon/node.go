@@ -4,10 +4,10 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/runtime/balancer"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // node answers stack validation's questions about this node (SVC-2). It

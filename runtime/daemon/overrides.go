@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // The rule for a value that both the stack file and a command set

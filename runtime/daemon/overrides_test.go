@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // testNode validates stacks against the fake driver only.

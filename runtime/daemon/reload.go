@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/config"
 	"github.com/engenho/engenho/runtime/lifecycle"
@@ -87,7 +88,7 @@ func (d *Daemon) reconfigure() {
 // applies.
 func restartNeeded(old, s Settings) []string {
 	if old.Config != nil && s.Config != nil {
-		return config.Diff(old.Config, s.Config).NeedRestart()
+		return daemonconfig.Diff(old.Config, s.Config).NeedRestart()
 	}
 	var out []string
 	check := func(key string, a, b any) {
@@ -107,8 +108,8 @@ func restartNeeded(old, s Settings) []string {
 
 // LoadConfig reads and resolves a daemon config file; dataDir, when set,
 // is the --data-dir flag.
-func LoadConfig(path, dataDir string) (Settings, config.Digest, error) {
-	c, dg, err := config.LoadWith(path, config.Overrides{DataDir: dataDir})
+func LoadConfig(path, dataDir string) (Settings, daemonconfig.Digest, error) {
+	c, dg, err := daemonconfig.LoadWith(path, daemonconfig.Overrides{DataDir: dataDir})
 	if err != nil {
 		return DefaultSettings(), dg, err
 	}

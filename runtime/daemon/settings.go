@@ -3,8 +3,8 @@ package daemon
 import (
 	"time"
 
-	"github.com/engenho/engenho/runtime/config"
-	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/actors/supervise/ladder"
+	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/rs/zerolog"
 )
 
@@ -42,7 +42,7 @@ type Settings struct {
 
 	// Config is the resolved config these settings came from (nil for the
 	// defaults): the activator's object store and the edge read it.
-	Config *config.Config
+	Config *daemonconfig.Config
 }
 
 // ProcessSettings configure the process driver.
@@ -82,7 +82,7 @@ func DefaultSettings() Settings {
 }
 
 // SettingsFrom maps a loaded config onto the daemon's settings.
-func SettingsFrom(c *config.Config) Settings {
+func SettingsFrom(c *daemonconfig.Config) Settings {
 	s := DefaultSettings()
 	s.NodeName, s.DataDir, s.LogLevel, s.StackFiles = c.Node.Name, c.DataDir, c.Log.ZerologLevel(), c.StackFiles
 	s.ControlGroup, s.ControlIdleTimeout, s.ControlMaxRequest = c.Control.Group, c.Control.IdleTimeout, int(c.Control.MaxRequest)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // TestSecondDaemonFailsNamingHolder: a second process locking the same data

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 	"go.uber.org/goleak"
 )
 

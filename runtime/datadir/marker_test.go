@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // TestLayout: one place knows the layout (DMN-1, DMN-2, DMN-11, DMN-14).

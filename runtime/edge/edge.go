@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/status"
 	"github.com/rs/zerolog"
 )
 
@@ -36,7 +36,7 @@ const (
 type Options struct {
 	Table *Table
 	// Board is read for the replicas of non-hibernating services.
-	Board *status.Board
+	Board *supervise.Board
 	Clock clock.Clock
 	Log   zerolog.Logger
 	// MaxHeaderBytes bounds a request's headers (SEC-4).
@@ -51,7 +51,7 @@ type Options struct {
 // listener.
 type Edge struct {
 	opts  Options
-	board atomic.Pointer[status.Board]
+	board atomic.Pointer[supervise.Board]
 	proxy *httputil.ReverseProxy
 	srv   *http.Server
 	rr    atomic.Uint64
@@ -117,7 +117,7 @@ func New(opts Options) *Edge {
 
 // SetBoard points the edge at the status board of the runtime that runs
 // now (a runtime restart makes a new board); nil while none runs.
-func (e *Edge) SetBoard(b *status.Board) { e.board.Store(b) }
+func (e *Edge) SetBoard(b *supervise.Board) { e.board.Store(b) }
 
 // Table is the edge's routing table.
 func (e *Edge) Table() *Table { return e.opts.Table }

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/stackfile"
-	"github.com/engenho/engenho/runtime/status"
 	"go.uber.org/goleak"
 )
 
@@ -77,14 +77,14 @@ type fixture struct {
 	t     *testing.T
 	clk   *clock.Fake
 	table *Table
-	board *status.Board
+	board *supervise.Board
 	edge  *Edge
 	srv   *httptest.Server
 	eng   *actor.Engine
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{t: t, clk: clock.NewFake(t0), table: NewTable(), board: status.New()}
+	f := &fixture{t: t, clk: clock.NewFake(t0), table: NewTable(), board: supervise.NewBoard()}
 	f.edge = New(Options{Table: f.table, Board: f.board, Clock: f.clk, MaxHeaderBytes: 4 << 10, MaxBodyBytes: 1 << 10})
 	f.srv = httptest.NewUnstartedServer(f.edge)
 	f.srv.Config.MaxHeaderBytes = 4 << 10

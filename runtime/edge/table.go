@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/stackfile"
 )
 
 // HostRoute routes a hibernating host to its host actor. The host actor

@@ -6,7 +6,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // maintain runs the background value-log GC and event retention on timers

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // PERF-6 targets.

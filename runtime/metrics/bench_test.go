@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/ladder"
 )
 
 // BenchmarkScrape10k: one scrape of a node running 1,000 services of 10

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/fs"
 	"github.com/engenho/engenho/drivers/objstore/s3"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // Kinds of store.

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/backend"
 	"github.com/engenho/engenho/drivers/objstore/s3"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 func TestOpenFSDefault(t *testing.T) {

@@ -10,12 +10,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	fsstore "github.com/engenho/engenho/drivers/objstore/fs"
 	s3store "github.com/engenho/engenho/drivers/objstore/s3"
 	"github.com/engenho/engenho/drivers/objstore/s3/s3test"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 const benchSize = 64 << 20

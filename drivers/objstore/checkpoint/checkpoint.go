@@ -15,9 +15,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/lease"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // Defaults.

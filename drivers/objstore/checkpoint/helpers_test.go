@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/drivers/objstore/fake"
 	fsstore "github.com/engenho/engenho/drivers/objstore/fs"
 	"github.com/engenho/engenho/drivers/objstore/s3/s3test"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 var (

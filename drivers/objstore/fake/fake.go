@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 const storeName = "fake"

@@ -11,10 +11,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/drivers/objstore/storetest"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 const (

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/fs"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // DRV-9: ETags are content hashes (sha256), so equal bodies have equal

@@ -3,8 +3,8 @@ package lease_test
 import (
 	"testing"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore/fake"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // ACT-8: ETag is the ETag of the record the holder last wrote, so an owed

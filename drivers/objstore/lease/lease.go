@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // DefaultTTL is the lease TTL when Config leaves it zero (ACT-5).

@@ -8,10 +8,10 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/drivers/objstore/lease"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // ACT-14: three nodes with skewed wall clocks acquire, renew (sometimes

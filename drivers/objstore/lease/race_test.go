@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/drivers/objstore/fs"
 	"github.com/engenho/engenho/drivers/objstore/lease"
 	"github.com/engenho/engenho/drivers/objstore/s3/s3test"
-	"github.com/engenho/engenho/runtime/clock"
 )
 
 // backend gives two handles on one bucket, as two daemons would have.

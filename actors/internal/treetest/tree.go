@@ -11,13 +11,12 @@ import (
 	"github.com/engenho/engenho/actors/root"
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/balancer"
-	"github.com/engenho/engenho/runtime/clock"
-	"github.com/engenho/engenho/runtime/stackfile"
-	"github.com/engenho/engenho/runtime/status"
 	"github.com/rs/zerolog"
 )
 
@@ -28,7 +27,7 @@ type Tree struct {
 	Clock    clock.Clock
 	Driver   drivers.Driver
 	Balancer *balancer.Balancer
-	Board    *status.Board
+	Board    *supervise.Board
 	Events   *Events
 	Store    *MemStore
 	Root     *actor.PID
@@ -59,7 +58,7 @@ func New(o Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: status.New(), Events: &Events{},
+	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: &Events{},
 		Store: NewMemStore(), exited: make(chan messages.ChildExited, 1)}
 	t.Balancer = balancer.New(balancer.Options{Clock: o.Clock, Logger: o.Log})
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)

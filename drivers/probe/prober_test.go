@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // execDriver is a drivers.Driver whose only working method is Exec.

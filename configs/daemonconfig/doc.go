@@ -21,4 +21,4 @@
 // since it was read, retry once.
 //
 // The reference of every key is docs/config.md.
-package config
+package daemonconfig

@@ -1,4 +1,4 @@
-package status
+package supervise
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // board as read now: the stack actor's own snapshot may lag a service's
 // change by a message, and status never shows them disagreeing that way.
 func TestSVC19StackConvergedOnlyWithItsServices(t *testing.T) {
-	b := New()
+	b := NewBoard()
 	b.PutStack(messages.StackStatus{Stack: "web", Converged: true, Services: []string{"api", "worker", "notes"}})
 	b.PutService(messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServiceConverged})
 	b.PutService(messages.ServiceStatus{Stack: "web", Service: "worker", State: messages.ServiceConverged})

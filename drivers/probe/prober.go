@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 )
 
 // Target is the instance a probe runs against.

@@ -1,4 +1,4 @@
-package status
+package supervise
 
 import (
 	"sort"
@@ -20,7 +20,7 @@ type serviceEntry struct {
 }
 
 // New returns an empty board.
-func New() *Board { return &Board{} }
+func NewBoard() *Board { return &Board{} }
 
 func key(stack, service string) string { return stack + "/" + service }
 

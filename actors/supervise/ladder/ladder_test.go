@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/drivers/clock"
 	"pgregory.net/rapid"
 )
 

@@ -1,10 +1,10 @@
-package config
+package daemonconfig
 
 import (
 	"os"
 	"time"
 
-	"github.com/engenho/engenho/runtime/ladder"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/runtime/logging"
 	"github.com/rs/zerolog"
 )

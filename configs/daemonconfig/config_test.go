@@ -1,4 +1,4 @@
-package config
+package daemonconfig
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/actors/supervise/ladder"
+	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/runtime/journal"
-	"github.com/engenho/engenho/runtime/ladder"
-	"github.com/engenho/engenho/runtime/probe"
 	"go.uber.org/goleak"
 )
 
