@@ -7,6 +7,15 @@ import (
 	"github.com/engenho/engenho/drivers"
 )
 
+// SidecarHeader marks a request from a host's own sidecar (ACT-7): the
+// edge neither counts it as activity nor wakes a sleeping host for it, and
+// drops the header before proxying.
+const SidecarHeader = "X-Engenho-Sidecar"
+
+// DefaultWakeTimeout bounds a request's wait at the edge for a host to wake
+// (ACT-3).
+const DefaultWakeTimeout = 30 * time.Second
+
 // HostDefinition hands the activator a service it runs instead of a
 // service actor: a hibernating service (a host, ACT-1..ACT-13) or a
 // standalone worker (sidecars with no instance, ACT-12). The stack sends it
@@ -236,4 +245,26 @@ type ActivatorOwedDone struct {
 	Host    string
 	Settled bool
 	Err     string
+}
+
+// DueTime is a sleeping host's next due wake (ACT-10), as the journal keeps it.
+type DueTime struct {
+	Host       string    `json:"host"`
+	At         time.Time `json:"at"`
+	RecordedAt time.Time `json:"recorded_at"`
+}
+
+// OwedRelease is a lease release that failed and is owed (ACT-8): it is
+// retried until it lands or the lease has expired. Epoch and ETag identify
+// the lease held and are opaque to the journal.
+type OwedRelease struct {
+	Host      string    `json:"host"`
+	Epoch     string    `json:"epoch"`
+	ETag      string    `json:"etag"`
+	Expires   time.Time `json:"expires"`
+	OwedSince time.Time `json:"owed_since"`
+	Attempts  int       `json:"attempts"`
+	// LastError is the last failure, as the caller words it. It must not
+	// carry credentials (SEC-2).
+	LastError string `json:"last_error,omitempty"`
 }

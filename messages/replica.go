@@ -3,7 +3,6 @@ package messages
 import (
 	"time"
 
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/probe"
 )
@@ -36,8 +35,8 @@ type ReplicaStatus struct {
 	// FailureOutput is the tail of the output of the last run that failed.
 	FailureOutput string `json:"failure_output,omitempty"`
 	// Ledger is the slot's backoff ledger entry, when it has history.
-	Ledger    ladder.Entry `json:"ledger"`
-	HasLedger bool         `json:"has_ledger"`
+	Ledger    Ledger `json:"ledger"`
+	HasLedger bool   `json:"has_ledger"`
 	// Replace is set when the instance is gone or must be replaced (SVC-8,
 	// SUP-15): the service fills the slot with a fresh instance.
 	Replace bool `json:"replace,omitempty"`

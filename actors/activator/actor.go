@@ -15,7 +15,6 @@ import (
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/edge"
-	"github.com/engenho/engenho/runtime/journal"
 )
 
 // Name is the activator's name under the root (root.ActivatorName).
@@ -32,10 +31,10 @@ const (
 // Journal is the journal as the activator and its hosts use it.
 type Journal interface {
 	SetDue(host string, at time.Time) error
-	DueTimes() ([]journal.DueTime, error)
-	OweRelease(r journal.OwedRelease) error
+	DueTimes() ([]messages.DueTime, error)
+	OweRelease(r messages.OwedRelease) error
 	SettleRelease(host, epoch string) (settled bool, err error)
-	OwedReleases() ([]journal.OwedRelease, error)
+	OwedReleases() ([]messages.OwedRelease, error)
 }
 
 // Emitter takes events for the node's event log.
@@ -112,7 +111,7 @@ func Spec(env Env) supervise.ChildSpec {
 		Name: Name, Restart: supervise.Permanent, Shutdown: env.Shutdown,
 		Produce: func(h *supervise.Handle) actor.Receiver {
 			return &Actor{h: h, env: env, memo: m, hosts: map[string]*entry{}, dues: map[string]time.Time{},
-				orphans: map[string]journal.OwedRelease{}, seen: map[string]bool{}}
+				orphans: map[string]messages.OwedRelease{}, seen: map[string]bool{}}
 		},
 	}
 }
@@ -174,7 +173,7 @@ type Actor struct {
 
 	hosts    map[string]*entry
 	dues     map[string]time.Time // host -> next due time (ACT-10)
-	orphans  map[string]journal.OwedRelease
+	orphans  map[string]messages.OwedRelease
 	inFlight map[string]bool
 	seen     map[string]bool
 
@@ -317,7 +316,7 @@ func (a *Actor) define(d messages.HostDefinition) {
 	if d.Definition.Hibernate != nil {
 		hostName = d.Definition.Hibernate.Host
 	}
-	var owed *journal.OwedRelease
+	var owed *messages.OwedRelease
 	if o, ok := a.orphans[hostName]; ok && hostName != "" {
 		owed = &o
 		delete(a.orphans, hostName)
@@ -439,7 +438,7 @@ func (a *Actor) sweepNow() {
 
 // releaseOrphan retries, in a goroutine, an owed release of a host that has
 // no actor (its service is gone, or not deployed yet in this run).
-func (a *Actor) releaseOrphan(o journal.OwedRelease) {
+func (a *Actor) releaseOrphan(o messages.OwedRelease) {
 	store, prefix, j, clk, self, eng := a.env.Store, a.env.Prefix, a.env.Journal, a.h.Clock(), a.h.PID(), a.h.Engine()
 	ctx, cancel := clock.WithTimeout(clk, a.ctx, 30*time.Second)
 	go func() {

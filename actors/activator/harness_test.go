@@ -25,7 +25,6 @@ import (
 	"github.com/engenho/engenho/drivers/objstore/lease"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/edge"
-	"github.com/engenho/engenho/runtime/journal"
 	"github.com/rs/zerolog"
 )
 
@@ -158,12 +157,12 @@ func (d *appDriver) closeAll() {
 type memJournal struct {
 	mu   sync.Mutex
 	due  map[string]time.Time
-	owed map[string]journal.OwedRelease
+	owed map[string]messages.OwedRelease
 	sets int
 }
 
 func newMemJournal() *memJournal {
-	return &memJournal{due: map[string]time.Time{}, owed: map[string]journal.OwedRelease{}}
+	return &memJournal{due: map[string]time.Time{}, owed: map[string]messages.OwedRelease{}}
 }
 
 func (j *memJournal) SetDue(h string, at time.Time) error {
@@ -178,12 +177,12 @@ func (j *memJournal) SetDue(h string, at time.Time) error {
 	return nil
 }
 
-func (j *memJournal) DueTimes() ([]journal.DueTime, error) {
+func (j *memJournal) DueTimes() ([]messages.DueTime, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var out []journal.DueTime
+	var out []messages.DueTime
 	for h, at := range j.due {
-		out = append(out, journal.DueTime{Host: h, At: at})
+		out = append(out, messages.DueTime{Host: h, At: at})
 	}
 	return out, nil
 }
@@ -195,7 +194,7 @@ func (j *memJournal) dueOf(h string) (time.Time, bool) {
 	return at, ok
 }
 
-func (j *memJournal) OweRelease(r journal.OwedRelease) error {
+func (j *memJournal) OweRelease(r messages.OwedRelease) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.owed[r.Host] = r
@@ -212,10 +211,10 @@ func (j *memJournal) SettleRelease(h, epoch string) (bool, error) {
 	return false, nil
 }
 
-func (j *memJournal) OwedReleases() ([]journal.OwedRelease, error) {
+func (j *memJournal) OwedReleases() ([]messages.OwedRelease, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var out []journal.OwedRelease
+	var out []messages.OwedRelease
 	for _, r := range j.owed {
 		out = append(out, r)
 	}

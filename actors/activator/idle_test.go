@@ -10,7 +10,6 @@ import (
 	"github.com/engenho/engenho/drivers/clock"
 	objfake "github.com/engenho/engenho/drivers/objstore/fake"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/edge"
 )
 
 func awakeNode(t *testing.T, edit ...func(*stackfile.Service)) (*node, *clock.Fake) {
@@ -66,14 +65,14 @@ func TestACT7InFlightKeepsAwake(t *testing.T) {
 func TestACT7SidecarRequestsAreNotActivity(t *testing.T) {
 	n, clk := awakeNode(t)
 	for range 17 { // 14m10s of sidecar traffic, inside the 15m window
-		if code, body, _ := n.get("notes.localhost", "/read", edge.SidecarHeader, "backup"); code != http.StatusOK || !strings.HasPrefix(body, "1") {
+		if code, body, _ := n.get("notes.localhost", "/read", messages.SidecarHeader, "backup"); code != http.StatusOK || !strings.HasPrefix(body, "1") {
 			t.Fatalf("sidecar request while awake: %d %q", code, body)
 		}
 		walk(clk, 50*time.Second, n)
 	}
 	eventually(t, clk, time.Second, "asleep despite sidecar requests", func() bool { return n.state("notes.localhost") == messages.HostAsleep })
 	creates := len(n.app.ops("create"))
-	code, _, retry := n.get("notes.localhost", "/read", edge.SidecarHeader, "backup")
+	code, _, retry := n.get("notes.localhost", "/read", messages.SidecarHeader, "backup")
 	if code != http.StatusServiceUnavailable || retry != "5" {
 		t.Fatalf("sidecar request while asleep: %d %q", code, retry)
 	}

@@ -19,15 +19,13 @@ import (
 	"github.com/engenho/engenho/drivers/objstore/lease"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/edge"
-	"github.com/engenho/engenho/runtime/journal"
 )
 
 // Journal is the journal as a host uses it: its due time (ACT-10) and its
 // owed lease release (ACT-8). Writes are synced.
 type Journal interface {
 	SetDue(host string, at time.Time) error
-	OweRelease(r journal.OwedRelease) error
+	OweRelease(r messages.OwedRelease) error
 	SettleRelease(host, epoch string) (settled bool, err error)
 }
 
@@ -44,7 +42,7 @@ type Metrics interface {
 
 // Routes is where a host publishes its edge route (an *edge.Table).
 type Routes interface {
-	SetHost(edge.HostRoute)
+	SetHost(Route)
 	RemoveHost(host string, pid *actor.PID)
 }
 
@@ -111,7 +109,7 @@ type Params struct {
 	// when the actor (re)starts.
 	Definition func() messages.HostDefinition
 	// Owed is a release this host still owes from an earlier run.
-	Owed *journal.OwedRelease
+	Owed *messages.OwedRelease
 }
 
 // ShutdownBudget is the shutdown budget of a host actor under the
@@ -172,7 +170,7 @@ type Actor struct {
 	// settle syncs a deferred restore; settled closes when it is done.
 	settle  func() error
 	settled chan struct{}
-	owed    *journal.OwedRelease
+	owed    *messages.OwedRelease
 	prober  *probe.Prober
 	client  *http.Client
 
@@ -442,11 +440,11 @@ func (a *Actor) publish() {
 		a.env.Status(st)
 	}
 	if a.env.Routes != nil && a.host() != "" && a.cfg.HasInstance {
-		timeout := edge.DefaultWakeTimeout
+		timeout := messages.DefaultWakeTimeout
 		if h := a.def.Definition.Hibernate; h != nil && h.WakeTimeout > 0 {
 			timeout = h.WakeTimeout
 		}
-		a.env.Routes.SetHost(edge.HostRoute{Host: a.host(), Stack: a.def.Stack, Service: a.def.Service,
+		a.env.Routes.SetHost(Route{Host: a.host(), Stack: a.def.Stack, Service: a.def.Service,
 			Engine: a.h.Engine(), PID: a.h.PID(), Gate: a.gate, WakeTimeout: timeout, Status: st})
 	}
 	a.report()

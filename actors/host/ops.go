@@ -23,7 +23,6 @@ import (
 	"github.com/engenho/engenho/drivers/objstore/lease"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/journal"
 )
 
 // opFunc runs in an operation's goroutine; it fills r and returns the
@@ -663,7 +662,7 @@ func (a *Actor) afterRelease(m messages.HostOpDone) {
 		return
 	}
 	rec := l.Record()
-	owed := journal.OwedRelease{Host: a.host(), Epoch: epochString(rec.Epoch), ETag: l.ETag(), Expires: rec.Expiry,
+	owed := messages.OwedRelease{Host: a.host(), Epoch: epochString(rec.Epoch), ETag: l.ETag(), Expires: rec.Expiry,
 		Attempts: 1, LastError: m.Err}
 	a.owed = &owed
 	a.mgr = nil // a fresh manager resumes this lease if it wakes first

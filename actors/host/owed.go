@@ -10,7 +10,7 @@ import (
 
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/lease"
-	"github.com/engenho/engenho/runtime/journal"
+	"github.com/engenho/engenho/messages"
 )
 
 // ReleaseOwed retries an owed lease release (ACT-8) without the Lease that
@@ -20,7 +20,7 @@ import (
 // never release a lease renewed or taken since. settled is true when
 // nothing is owed any more: the release landed, the lease expired, or
 // someone else wrote it since.
-func ReleaseOwed(ctx context.Context, store objstore.Store, prefix string, owed journal.OwedRelease, now time.Time) (settled bool, err error) {
+func ReleaseOwed(ctx context.Context, store objstore.Store, prefix string, owed messages.OwedRelease, now time.Time) (settled bool, err error) {
 	if !owed.Expires.IsZero() && !now.Before(owed.Expires) {
 		return true, nil // expired: anyone may take it now
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/probe"
@@ -43,7 +42,7 @@ type Params struct {
 	Spec           drivers.Spec
 	Config         Config
 	// Ledger carries the slot's backoff history across actor restarts.
-	Ledger    ladder.Entry
+	Ledger    messages.Ledger
 	HasLedger bool
 	// Adopt is the observed instance when adopting one found running.
 	Adopt *drivers.Status

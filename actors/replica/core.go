@@ -94,7 +94,7 @@ type State struct {
 	ServingSince time.Time
 	CreatedAt    time.Time
 
-	Entry    ladder.Entry
+	Entry    messages.Ledger
 	HasEntry bool
 	// NextAttempt is when a start (or create) may next run.
 	NextAttempt time.Time
@@ -503,7 +503,7 @@ func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []Ef
 	var reset bool
 	s.Entry, reset = ladder.Observe(cfg.Ladder, s.Entry, now, stable)
 	if reset {
-		s.Entry, s.HasEntry = ladder.Entry{}, false
+		s.Entry, s.HasEntry = messages.Ledger{}, false
 		return s, nil
 	}
 	if stable {
@@ -550,7 +550,7 @@ func command(s State, e Command, now time.Time) (State, []Effect) {
 
 // retry clears the backoff and a spent restart policy (SUP-17).
 func retry(s State, now time.Time) State {
-	s.Entry, s.HasEntry = ladder.Entry{}, false
+	s.Entry, s.HasEntry = messages.Ledger{}, false
 	s.Attempts, s.NextAttempt = nil, now
 	if s.Phase == PhaseFailed {
 		s.Phase = PhaseDown

@@ -13,7 +13,6 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/replica"
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
@@ -650,8 +649,8 @@ func slotCurrent(s State, n int) bool {
 }
 
 // Ledger returns each slot's backoff entry for `engenho why`.
-func Ledger(st messages.ServiceStatus) map[int]ladder.Entry {
-	out := map[int]ladder.Entry{}
+func Ledger(st messages.ServiceStatus) map[int]messages.Ledger {
+	out := map[int]messages.Ledger{}
 	for _, r := range st.Replicas {
 		if r.HasLedger {
 			out[r.Slot] = r.Ledger

@@ -160,7 +160,7 @@ func (k *Children) Names() []string {
 }
 
 // Ledger returns a copy of the restart ledger of every child with history.
-func (k *Children) Ledger() map[string]ladder.Entry { return k.ledger.Snapshot() }
+func (k *Children) Ledger() map[string]messages.Ledger { return k.ledger.Snapshot() }
 
 func (k *Children) find(name string) *child { return k.byName[name] }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
@@ -130,9 +129,9 @@ root                running     0         2h     -            root
 func TestSUP18WhyTable(t *testing.T) {
 	res := control.WhyResult{Stack: "web", Service: "api", State: messages.ServiceFailing, Message: "slot 2 keeps failing",
 		Slots: []control.WhySlot{
-			{Slot: 1, Phase: "serving", Health: "healthy", HasLedger: true, Ledger: ladder.Entry{StableSince: now.Add(-5 * time.Minute)}},
+			{Slot: 1, Phase: "serving", Health: "healthy", HasLedger: true, Ledger: messages.Ledger{StableSince: now.Add(-5 * time.Minute)}},
 			{Slot: 2, Phase: "down", Health: "unhealthy", Restarts: 3, LastError: "start: exit status 1", HasLedger: true,
-				Ledger: ladder.Entry{Failures: 3, LastReason: "exited with code 1", Unconfirmed: true, NextAttempt: now.Add(8 * time.Second)}},
+				Ledger: messages.Ledger{Failures: 3, LastReason: "exited with code 1", Unconfirmed: true, NextAttempt: now.Add(8 * time.Second)}},
 			{Slot: 3, Phase: "creating"},
 		}}
 	same(t, "why", formatWhy(res, now), `web/api  failing: slot 2 keeps failing

@@ -44,7 +44,7 @@ func resolveStacks(dir string, patterns []string) ([]string, *stackErr) {
 		if !filepath.IsAbs(pat) {
 			pat = filepath.Join(dir, pat)
 		}
-		if !isGlob(pat) {
+		if !IsGlob(pat) {
 			fi, err := os.Stat(pat)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
@@ -62,7 +62,7 @@ func resolveStacks(dir string, patterns []string) ([]string, *stackErr) {
 			return nil, &stackErr{key, fmt.Sprintf("bad glob pattern %q", pat)}
 		}
 		for _, m := range matches {
-			if !globCandidate(m) {
+			if !GlobCandidate(m) {
 				continue
 			}
 			if fi, err := os.Stat(m); err != nil || fi.IsDir() {
@@ -76,10 +76,10 @@ func resolveStacks(dir string, patterns []string) ([]string, *stackErr) {
 }
 
 // isGlob reports whether p has glob metacharacters.
-func isGlob(p string) bool { return strings.ContainsAny(p, `*?[\`) }
+func IsGlob(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
 // globCandidate skips editor leftovers a glob would otherwise pick up.
-func globCandidate(path string) bool {
+func GlobCandidate(path string) bool {
 	base := filepath.Base(path)
 	return !strings.HasPrefix(base, ".") && !strings.HasSuffix(base, "~")
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/fsnotify/fsnotify"
 )
@@ -73,7 +74,7 @@ type Watcher struct {
 // state is what the watcher last saw of a file.
 type state struct {
 	exists bool
-	digest Digest
+	digest daemonconfig.Digest
 	err    string // a read error other than "does not exist"
 }
 
@@ -240,17 +241,17 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return true
 	}
 	for _, pat := range w.patterns {
-		if !isGlob(pat) {
+		if !daemonconfig.IsGlob(pat) {
 			if p == pat {
 				return true
 			}
 			continue
 		}
-		if ok, _ := filepath.Match(pat, p); ok && globCandidate(p) {
+		if ok, _ := filepath.Match(pat, p); ok && daemonconfig.GlobCandidate(p) {
 			return true
 		}
 		// A new directory matching a glob's directory part.
-		if dir := filepath.Dir(pat); isGlob(dir) {
+		if dir := filepath.Dir(pat); daemonconfig.IsGlob(dir) {
 			if ok, _ := filepath.Match(dir, p); ok {
 				return true
 			}
@@ -294,13 +295,13 @@ func (w *Watcher) baseline() { w.scan(false) }
 func (w *Watcher) scan(report bool) []string {
 	cands := map[string]bool{w.cfgPath: true}
 	for _, pat := range w.patterns {
-		if !isGlob(pat) {
+		if !daemonconfig.IsGlob(pat) {
 			cands[pat] = true
 			continue
 		}
 		matches, _ := filepath.Glob(pat)
 		for _, m := range matches {
-			if globCandidate(m) {
+			if daemonconfig.GlobCandidate(m) {
 				cands[m] = true
 			}
 		}
@@ -340,7 +341,7 @@ func readState(p string) state {
 	case err != nil:
 		return state{exists: true, err: err.Error()}
 	}
-	return state{exists: true, digest: DigestOf(b)}
+	return state{exists: true, digest: daemonconfig.DigestOf(b)}
 }
 
 // sync re-reads the stack list and watches the directories it needs: the
@@ -374,9 +375,9 @@ func (w *Watcher) sync() error {
 	for _, pat := range w.patterns {
 		dir := filepath.Dir(pat)
 		switch {
-		case !isGlob(pat):
+		case !daemonconfig.IsGlob(pat):
 			literal(pat)
-		case isGlob(dir):
+		case daemonconfig.IsGlob(dir):
 			matches, _ := filepath.Glob(dir)
 			for _, m := range matches {
 				if fi, err := os.Stat(m); err == nil && fi.IsDir() {

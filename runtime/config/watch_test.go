@@ -334,3 +334,15 @@ func TestWatchCloseLeaksNothing(t *testing.T) {
 		t.Fatal("watching a config in a missing directory: no error")
 	}
 }
+
+func writeFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/lifecycle"
@@ -93,8 +92,8 @@ type WhySlot struct {
 	LastError string `json:"last_error,omitempty"`
 	// HasLedger is false when the slot has no failure history; Ledger is
 	// then zero.
-	HasLedger bool         `json:"has_ledger"`
-	Ledger    ladder.Entry `json:"ledger"`
+	HasLedger bool            `json:"has_ledger"`
+	Ledger    messages.Ledger `json:"ledger"`
 }
 
 // EventsArgs selects events: those with Seq > Since; with Since 0 and Tail

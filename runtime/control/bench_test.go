@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/control/controltest"
@@ -42,7 +41,7 @@ func bigStatus(n int) control.StatusResult {
 				Instance: fmt.Sprintf("%s-%s-%d-a%07d", svc.Stack, svc.Service, slot, i*3+slot), Revision: svc.Revision, Deployment: "d-0001",
 				Phase: "serving", Health: "healthy", InRotation: true, Addresses: map[int]string{8080: fmt.Sprintf("127.0.0.1:%d", 31000+slot)},
 				CreatedAt: now, StartedAt: now, ServingSince: now, Restarts: 1, LastProbe: "HTTP 200 OK: ok",
-				HasLedger: true, Ledger: ladder.Entry{Failures: 1, LastReason: "exited with code 1", LastFailure: now, NextAttempt: now, StableSince: now},
+				HasLedger: true, Ledger: messages.Ledger{Failures: 1, LastReason: "exited with code 1", LastFailure: now, NextAttempt: now, StableSince: now},
 			})
 		}
 		res.Services = append(res.Services, svc)

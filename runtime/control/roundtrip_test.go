@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
@@ -42,7 +41,7 @@ func TestDMN12EveryOpRoundTrips(t *testing.T) {
 		ChaosEnabled: true,
 		WhyFunc: func(a control.WhyArgs) (control.WhyResult, error) {
 			return control.WhyResult{Stack: a.Stack, Service: a.Service, State: messages.ServiceFailing,
-				Slots: []control.WhySlot{{Slot: 2, Phase: "down", HasLedger: true, Ledger: ladder.Entry{Failures: 3, LastReason: "exit 1", NextAttempt: t0}}}}, nil
+				Slots: []control.WhySlot{{Slot: 2, Phase: "down", HasLedger: true, Ledger: messages.Ledger{Failures: 3, LastReason: "exit 1", NextAttempt: t0}}}}, nil
 		},
 	}
 	s := serve(t, f, nil)
@@ -65,7 +64,7 @@ func TestDMN12EveryOpRoundTrips(t *testing.T) {
 		{control.OpWhy, control.WhyArgs{Stack: "web", Service: "api", Slot: 2}, func() (any, error) {
 			return c.Why(ctx, control.WhyArgs{Stack: "web", Service: "api", Slot: 2})
 		}, control.WhyResult{Stack: "web", Service: "api", State: messages.ServiceFailing,
-			Slots: []control.WhySlot{{Slot: 2, Phase: "down", HasLedger: true, Ledger: ladder.Entry{Failures: 3, LastReason: "exit 1", NextAttempt: t0}}}}},
+			Slots: []control.WhySlot{{Slot: 2, Phase: "down", HasLedger: true, Ledger: messages.Ledger{Failures: 3, LastReason: "exit 1", NextAttempt: t0}}}}},
 		{control.OpEvents, control.EventsArgs{Since: 1}, func() (any, error) {
 			return c.Events(ctx, control.EventsArgs{Since: 1}, func(e messages.Event) error { events = append(events, e); return nil })
 		}, control.EventsResult{Last: 2}},

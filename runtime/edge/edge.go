@@ -11,21 +11,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engenho/engenho/actors/host"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
 	"github.com/rs/zerolog"
 )
 
-// SidecarHeader marks a request from a host's own sidecar (ACT-7).
-const SidecarHeader = "X-Engenho-Sidecar"
-
 // Defaults.
 const (
 	DefaultMaxHeaderBytes = 64 << 10
 	DefaultMaxBodyBytes   = 64 << 20
-	DefaultWakeTimeout    = 30 * time.Second // ACT-3
-	DefaultRetryAfter     = 5 * time.Second  // ACT-3
+	DefaultRetryAfter     = 5 * time.Second // ACT-3
 	// DefaultReadHeaderTimeout bounds a client sending its headers.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultIdleTimeout closes idle keep-alive connections.
@@ -162,8 +159,8 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes)
-	sidecar := r.Header.Get(SidecarHeader) != ""
-	r.Header.Del(SidecarHeader)
+	sidecar := r.Header.Get(messages.SidecarHeader) != ""
+	r.Header.Del(messages.SidecarHeader)
 	hr, sr, kind := e.opts.Table.lookup(host)
 	switch kind {
 	case routeHost:
@@ -177,7 +174,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveHost proxies to an awake host, waking it first when it sleeps
 // (ACT-3, ACT-7).
-func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route HostRoute, sidecar bool) {
+func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route host.Route, sidecar bool) {
 	if sidecar {
 		// Never activity, never a wake (ACT-7).
 		if addr, ok := route.Gate.Peek(); ok {
@@ -189,7 +186,7 @@ func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route HostRoute
 	}
 	wait := route.WakeTimeout
 	if wait <= 0 {
-		wait = DefaultWakeTimeout
+		wait = messages.DefaultWakeTimeout
 	}
 	deadline := e.opts.Clock.NewTimer(wait)
 	defer deadline.Stop()
@@ -225,7 +222,7 @@ func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route HostRoute
 
 // forwardCounted proxies a request admitted by the gate and leaves it once
 // the exchange has ended, upgraded connections included.
-func (e *Edge) forwardCounted(w http.ResponseWriter, r *http.Request, g *Gate, addr string) {
+func (e *Edge) forwardCounted(w http.ResponseWriter, r *http.Request, g *host.Gate, addr string) {
 	defer func() { g.Leave(e.opts.Clock.Now(), true) }()
 	e.forward(w, r, addr)
 }
@@ -237,7 +234,7 @@ func (e *Edge) forward(w http.ResponseWriter, r *http.Request, addr string) {
 
 // wake asks the host actor to wake and waits for its answer until the
 // deadline or the client gives up. ok is false when no answer came.
-func (e *Edge) wake(ctx context.Context, route HostRoute, deadline clock.Timer) (messages.HostWakeResult, bool) {
+func (e *Edge) wake(ctx context.Context, route host.Route, deadline clock.Timer) (messages.HostWakeResult, bool) {
 	if route.Engine == nil || route.PID == nil {
 		return messages.HostWakeResult{}, false
 	}

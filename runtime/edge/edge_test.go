@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/host"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers/clock"
@@ -117,7 +118,7 @@ func (f *fixture) get(host string, hdr map[string]string) (*http.Response, strin
 // fakeHost is a host actor stand-in: it counts wakes and, when told to,
 // opens the gate and answers.
 type fakeHost struct {
-	gate    *Gate
+	gate    *host.Gate
 	addr    string
 	wakes   atomic.Int64
 	refuse  bool
@@ -140,10 +141,10 @@ func (h *fakeHost) receive(c *actor.Context) {
 	}
 }
 
-func (f *fixture) host(name string, h *fakeHost) HostRoute {
+func (f *fixture) host(name string, h *fakeHost) host.Route {
 	pid := f.eng.SpawnFunc(h.receive, "host-"+name)
 	f.t.Cleanup(func() { <-f.eng.Poison(pid).Done() })
-	r := HostRoute{Host: name, Stack: "s", Service: name, Engine: f.eng, PID: pid, Gate: h.gate, WakeTimeout: 30 * time.Second}
+	r := host.Route{Host: name, Stack: "s", Service: name, Engine: f.eng, PID: pid, Gate: h.gate, WakeTimeout: 30 * time.Second}
 	f.table.SetHost(r)
 	return r
 }
@@ -153,7 +154,7 @@ func (f *fixture) host(name string, h *fakeHost) HostRoute {
 func TestACT1RoutesByHostOnly(t *testing.T) {
 	f := newFixture(t)
 	a, b := newBackend(t, "a"), newBackend(t, "b")
-	ga := NewGate()
+	ga := host.NewGate()
 	ga.Open(a.addr(), time.Time{})
 	f.host("a.localhost", &fakeHost{gate: ga, addr: a.addr()})
 	f.board.PutReplica(messages.ReplicaStatus{Stack: "web", Service: "api", ID: "r1", InRotation: true, Addresses: map[int]string{80: b.addr()}})
@@ -212,7 +213,7 @@ func TestACT1ServiceRouteUsesRotation(t *testing.T) {
 func TestSEC4BoundsHeadersAndBodies(t *testing.T) {
 	f := newFixture(t)
 	a := newBackend(t, "a")
-	g := NewGate()
+	g := host.NewGate()
 	g.Open(a.addr(), time.Time{})
 	f.host("a.localhost", &fakeHost{gate: g, addr: a.addr()})
 	resp, _ := f.get("a.localhost", map[string]string{"X-Big": strings.Repeat("x", 8<<10)})
@@ -255,7 +256,7 @@ func TestSEC4BoundsHeadersAndBodies(t *testing.T) {
 func TestACT3WakeThenProxy(t *testing.T) {
 	f := newFixture(t)
 	a := newBackend(t, "a")
-	h := &fakeHost{gate: NewGate(), addr: a.addr()}
+	h := &fakeHost{gate: host.NewGate(), addr: a.addr()}
 	f.host("a.localhost", h)
 	if _, body := f.get("a.localhost", nil); body != "a" {
 		t.Fatalf("answered %q", body)
@@ -274,7 +275,7 @@ func TestACT3WakeThenProxy(t *testing.T) {
 // ACT-3: a failed wake is the waiter's answer, with the host's Retry-After.
 func TestACT3FailedWakeAnswers503(t *testing.T) {
 	f := newFixture(t)
-	h := &fakeHost{gate: NewGate(), refuse: true, retryIn: 12 * time.Second}
+	h := &fakeHost{gate: host.NewGate(), refuse: true, retryIn: 12 * time.Second}
 	f.host("a.localhost", h)
 	resp, _ := f.get("a.localhost", nil)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "12" {
@@ -286,7 +287,7 @@ func TestACT3FailedWakeAnswers503(t *testing.T) {
 // gets 503 with Retry-After: 5.
 func TestACT3WaiterBoundedBy30s(t *testing.T) {
 	f := newFixture(t)
-	h := &fakeHost{gate: NewGate(), silent: true}
+	h := &fakeHost{gate: host.NewGate(), silent: true}
 	f.host("a.localhost", h)
 	done := make(chan *http.Response, 1)
 	go func() {
@@ -314,9 +315,9 @@ func TestACT3WaiterBoundedBy30s(t *testing.T) {
 func TestACT7SidecarRequests(t *testing.T) {
 	f := newFixture(t)
 	a := newBackend(t, "a")
-	h := &fakeHost{gate: NewGate(), addr: a.addr()}
+	h := &fakeHost{gate: host.NewGate(), addr: a.addr()}
 	f.host("a.localhost", h)
-	side := map[string]string{SidecarHeader: "backup"}
+	side := map[string]string{messages.SidecarHeader: "backup"}
 	if resp, _ := f.get("a.localhost", side); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
 		t.Fatalf("asleep: %d", resp.StatusCode)
 	}
@@ -329,7 +330,7 @@ func TestACT7SidecarRequests(t *testing.T) {
 		t.Fatalf("awake: %q", body)
 	}
 	a.mu.Lock()
-	leaked := a.last.Get(SidecarHeader)
+	leaked := a.last.Get(messages.SidecarHeader)
 	a.mu.Unlock()
 	if leaked != "" {
 		t.Fatalf("the sidecar header reached the instance: %q", leaked)
@@ -344,7 +345,7 @@ func TestACT7SidecarRequests(t *testing.T) {
 func TestACT7UpgradedConnectionCountsUntilClosed(t *testing.T) {
 	f := newFixture(t)
 	a := newBackend(t, "a")
-	g := NewGate()
+	g := host.NewGate()
 	g.Open(a.addr(), time.Time{})
 	f.host("a.localhost", &fakeHost{gate: g, addr: a.addr()})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))

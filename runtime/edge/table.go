@@ -6,29 +6,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/host"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
 )
-
-// HostRoute routes a hibernating host to its host actor. The host actor
-// publishes it when it starts and whenever its state changes.
-type HostRoute struct {
-	Host    string
-	Stack   string
-	Service string
-	// Engine and PID reach the host actor for wakes.
-	Engine *actor.Engine
-	PID    *actor.PID
-	// Gate admits requests while the host serves.
-	Gate *Gate
-	// WakeTimeout bounds a request's wait for a wake (ACT-3, default 30s).
-	WakeTimeout time.Duration
-	// Status is the host's snapshot when the route was published.
-	Status messages.HostStatus
-}
 
 // ServiceRoute routes the host of a non-hibernating service (x-engenho.host)
 // to the service's in-rotation replicas on target port Port.
@@ -41,7 +24,7 @@ type ServiceRoute struct {
 
 // routes is one immutable version of the table.
 type routes struct {
-	hosts    map[string]HostRoute
+	hosts    map[string]host.Route
 	services map[string]ServiceRoute
 	byStack  map[string][]string // stack -> its service route hosts
 }
@@ -57,7 +40,7 @@ type Table struct {
 // NewTable returns an empty table.
 func NewTable() *Table {
 	t := &Table{}
-	t.cur.Store(&routes{hosts: map[string]HostRoute{}, services: map[string]ServiceRoute{}, byStack: map[string][]string{}})
+	t.cur.Store(&routes{hosts: map[string]host.Route{}, services: map[string]ServiceRoute{}, byStack: map[string][]string{}})
 	return t
 }
 
@@ -71,16 +54,16 @@ func (t *Table) update(fn func(r *routes)) {
 }
 
 // SetHost publishes (or replaces) a hibernating host's route.
-func (t *Table) SetHost(r HostRoute) {
+func (t *Table) SetHost(r host.Route) {
 	t.update(func(n *routes) { n.hosts[r.Host] = r })
 }
 
-// RemoveHost drops host's route if it is still the one pid published (a
+// RemoveHost drops the route of host name if it is still the one pid published (a
 // successor's route is kept).
-func (t *Table) RemoveHost(host string, pid *actor.PID) {
+func (t *Table) RemoveHost(name string, pid *actor.PID) {
 	t.update(func(n *routes) {
-		if r, ok := n.hosts[host]; ok && (pid == nil || r.PID.Equals(pid)) {
-			delete(n.hosts, host)
+		if r, ok := n.hosts[name]; ok && (pid == nil || r.PID.Equals(pid)) {
+			delete(n.hosts, name)
 		}
 	})
 }
@@ -128,15 +111,15 @@ func ServiceRoutes(st stackfile.Stack) []ServiceRoute {
 }
 
 // lookup finds host's route: a hibernating host first, then a service.
-func (t *Table) lookup(host string) (h HostRoute, s ServiceRoute, kind int) {
+func (t *Table) lookup(name string) (h host.Route, s ServiceRoute, kind int) {
 	r := t.cur.Load()
-	if hr, ok := r.hosts[host]; ok {
+	if hr, ok := r.hosts[name]; ok {
 		return hr, ServiceRoute{}, routeHost
 	}
-	if sr, ok := r.services[host]; ok {
-		return HostRoute{}, sr, routeService
+	if sr, ok := r.services[name]; ok {
+		return host.Route{}, sr, routeService
 	}
-	return HostRoute{}, ServiceRoute{}, routeNone
+	return host.Route{}, ServiceRoute{}, routeNone
 }
 
 const (
@@ -145,9 +128,9 @@ const (
 	routeService
 )
 
-// Host returns host's hibernating route.
-func (t *Table) Host(host string) (HostRoute, bool) {
-	r, ok := t.cur.Load().hosts[host]
+// Host returns the hibernating route of host name.
+func (t *Table) Host(name string) (host.Route, bool) {
+	r, ok := t.cur.Load().hosts[name]
 	return r, ok
 }
 

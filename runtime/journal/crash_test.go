@@ -56,7 +56,7 @@ func crashRound(j *Journal, i int) error {
 		j.SaveRollout(RolloutProgress{Stack: "web", Service: svc, Deployment: uint64(i), Revision: "r", SlotsDone: []int{i}}),
 		j.MarkFailed(FailedRevision{Stack: "crash", Service: svc, Deployment: uint64(i), Revision: "r"}),
 		j.SetDue(host, epoch.Add(time.Duration(i)*time.Second)),
-		j.OweRelease(OwedRelease{Host: host, Epoch: strconv.Itoa(i), ETag: "e"}),
+		j.OweRelease(messages.OwedRelease{Host: host, Epoch: strconv.Itoa(i), ETag: "e"}),
 		func() error {
 			_, err := j.Append(messages.Event{Kind: "test.round", Message: strconv.Itoa(i)})
 			return err

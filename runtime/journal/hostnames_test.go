@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/messages"
 )
 
 // ACT-10, SEC-3: due times and owed releases are kept by host name, which
@@ -13,7 +15,7 @@ func TestHostNamesAreDNSNames(t *testing.T) {
 	j, _ := openTest(t, t.TempDir(), nil)
 	at := epoch.Add(time.Hour)
 	noErr(t, j.SetDue("notes.example.com", at))
-	noErr(t, j.OweRelease(OwedRelease{Host: "a-1.b.localhost", Epoch: "3", ETag: "e"}))
+	noErr(t, j.OweRelease(messages.OwedRelease{Host: "a-1.b.localhost", Epoch: "3", ETag: "e"}))
 	if d, found := must2(j.Due("notes.example.com")); !found || !d.At.Equal(at) {
 		t.Fatalf("due of a dotted host: %+v %v", d, found)
 	}

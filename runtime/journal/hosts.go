@@ -5,14 +5,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/engenho/engenho/messages"
 )
-
-// DueTime is a sleeping host's next due wake (ACT-10).
-type DueTime struct {
-	Host       string    `json:"host"`
-	At         time.Time `json:"at"`
-	RecordedAt time.Time `json:"recorded_at"`
-}
 
 // SetDue records host's next due time; a zero at clears it (the instance
 // answered 0 = none). Synced.
@@ -24,7 +18,7 @@ func (j *Journal) SetDue(host string, at time.Time) error {
 		if at.IsZero() {
 			return txn.Delete(dueKey(host))
 		}
-		return setJSON(txn, dueKey(host), DueTime{Host: host, At: at, RecordedAt: j.opts.Clock.Now()})
+		return setJSON(txn, dueKey(host), messages.DueTime{Host: host, At: at, RecordedAt: j.opts.Clock.Now()})
 	})
 	if err != nil {
 		return fmt.Errorf("journal: host %s: due time: %w", host, err)
@@ -33,47 +27,32 @@ func (j *Journal) SetDue(host string, at time.Time) error {
 }
 
 // Due returns host's due time, if one is recorded.
-func (j *Journal) Due(host string) (d DueTime, found bool, err error) {
+func (j *Journal) Due(host string) (d messages.DueTime, found bool, err error) {
 	if err := checkHost(host); err != nil {
-		return DueTime{}, false, err
+		return messages.DueTime{}, false, err
 	}
 	err = j.read(func(txn *badger.Txn) error {
 		found, err = getJSON(txn, dueKey(host), &d)
 		return err
 	})
 	if err != nil {
-		return DueTime{}, false, fmt.Errorf("journal: host %s: due time: %w", host, err)
+		return messages.DueTime{}, false, fmt.Errorf("journal: host %s: due time: %w", host, err)
 	}
 	return d, found, nil
 }
 
 // DueTimes returns every recorded due time, by host.
-func (j *Journal) DueTimes() ([]DueTime, error) {
-	out, err := listJSON[DueTime](j, PrefixDue)
+func (j *Journal) DueTimes() ([]messages.DueTime, error) {
+	out, err := listJSON[messages.DueTime](j, PrefixDue)
 	if err != nil {
 		return nil, fmt.Errorf("journal: due times: %w", err)
 	}
 	return out, nil
 }
 
-// OwedRelease is a lease release that failed and is owed (ACT-8): it is
-// retried until it lands or the lease has expired. Epoch and ETag identify
-// the lease held and are opaque to the journal.
-type OwedRelease struct {
-	Host      string    `json:"host"`
-	Epoch     string    `json:"epoch"`
-	ETag      string    `json:"etag"`
-	Expires   time.Time `json:"expires"`
-	OwedSince time.Time `json:"owed_since"`
-	Attempts  int       `json:"attempts"`
-	// LastError is the last failure, as the caller words it. It must not
-	// carry credentials (SEC-2).
-	LastError string `json:"last_error,omitempty"`
-}
-
 // OweRelease records (or updates) the owed release of host's lease.
 // OwedSince is stamped when zero. Synced.
-func (j *Journal) OweRelease(r OwedRelease) error {
+func (j *Journal) OweRelease(r messages.OwedRelease) error {
 	if err := checkHost(r.Host); err != nil {
 		return err
 	}
@@ -98,7 +77,7 @@ func (j *Journal) SettleRelease(host, epoch string) (settled bool, err error) {
 		return false, err
 	}
 	err = j.update(func(txn *badger.Txn) error {
-		var r OwedRelease
+		var r messages.OwedRelease
 		found, err := getJSON(txn, owedKey(host), &r)
 		if err != nil || !found || r.Epoch != epoch {
 			return err
@@ -113,8 +92,8 @@ func (j *Journal) SettleRelease(host, epoch string) (settled bool, err error) {
 }
 
 // OwedReleases returns every owed release, by host.
-func (j *Journal) OwedReleases() ([]OwedRelease, error) {
-	out, err := listJSON[OwedRelease](j, PrefixOwed)
+func (j *Journal) OwedReleases() ([]messages.OwedRelease, error) {
+	out, err := listJSON[messages.OwedRelease](j, PrefixOwed)
 	if err != nil {
 		return nil, fmt.Errorf("journal: owed releases: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/messages"
 )
 
 func reopen(t *testing.T, j *Journal) *Journal {
@@ -141,7 +143,7 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		}(),
 		"stop bad service": j.StopService("web", "api/../x"),
 		"due bad host":     j.SetDue("Host", epoch),
-		"owed no lease":    j.OweRelease(OwedRelease{Host: "h"}),
+		"owed no lease":    j.OweRelease(messages.OwedRelease{Host: "h"}),
 		"rollout slot 0":   j.SaveRollout(RolloutProgress{Stack: "web", Service: "api", Revision: "r", SlotsDone: []int{0, 1}}),
 		"failed no dep":    j.MarkFailed(FailedRevision{Stack: "web", Service: "api", Revision: "r"}),
 	}
@@ -259,7 +261,7 @@ func TestDueTimesPerHost(t *testing.T) {
 // settled for that lease.
 func TestOwedReleaseSettledOnlyForItsEpoch(t *testing.T) {
 	j, clk := openTest(t, t.TempDir(), nil)
-	r := OwedRelease{Host: "blog", Epoch: "7", ETag: `"abc"`, Expires: epoch.Add(30 * time.Second), Attempts: 1, LastError: "timeout"}
+	r := messages.OwedRelease{Host: "blog", Epoch: "7", ETag: `"abc"`, Expires: epoch.Add(30 * time.Second), Attempts: 1, LastError: "timeout"}
 	noErr(t, j.OweRelease(r))
 	j = reopen(t, j)
 	all := must(j.OwedReleases())

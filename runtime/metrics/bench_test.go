@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/messages"
 )
 
@@ -22,7 +21,7 @@ func BenchmarkScrape10k(b *testing.B) {
 		st := messages.ServiceStatus{Stack: "big", Service: svc, State: messages.ServiceConverged, Desired: 10, Running: 10, Healthy: 10}
 		for r := 1; r <= 10; r++ {
 			nodes = append(nodes, supervise.Node{Path: fmt.Sprintf("root/stack:big/service:%s/replica:%d", svc, r), State: "running"})
-			st.Replicas = append(st.Replicas, messages.ReplicaStatus{Slot: r, Restarts: r % 3, HasLedger: r == 1, Ledger: ladder.Entry{Failures: 1}})
+			st.Replicas = append(st.Replicas, messages.ReplicaStatus{Slot: r, Restarts: r % 3, HasLedger: r == 1, Ledger: messages.Ledger{Failures: 1}})
 		}
 		services = append(services, st)
 	}

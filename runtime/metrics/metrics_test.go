@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
-	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/messages"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -123,9 +122,9 @@ func newFixture() *fixture {
 				Stack: "web", Service: "api", State: messages.ServiceFailing, Desired: 2, Running: 1, Healthy: 1,
 				Replicas: []messages.ReplicaStatus{
 					{Slot: 1, ID: "a1", Restarts: 0},
-					{Slot: 2, ID: "a2", Restarts: 4, HasLedger: true, Ledger: ladder.Entry{Failures: 4}},
+					{Slot: 2, ID: "a2", Restarts: 4, HasLedger: true, Ledger: messages.Ledger{Failures: 4}},
 					// The old instance of slot 2, draining, with a lower position.
-					{Slot: 2, ID: "a0", Restarts: 1, HasLedger: true, Ledger: ladder.Entry{Failures: 1}},
+					{Slot: 2, ID: "a0", Restarts: 1, HasLedger: true, Ledger: messages.Ledger{Failures: 1}},
 				},
 			},
 			{Stack: "web", Service: "db", State: messages.ServiceConverged, Desired: 1, Running: 1, Healthy: 1,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/engenho/engenho/messages"
 )
 
 // Config is the shape of the ladder (SUP-10) and its stability window
@@ -67,25 +69,6 @@ func (c Config) Delay(n int) time.Duration {
 	return min(d, c.Cap)
 }
 
-// Entry is the ledger of one generation key. A key with no history has no
-// entry at all (SUP-13).
-type Entry struct {
-	// Failures is the count of consecutive failures charged.
-	Failures int `json:"failures"`
-	// LastReason is why the last failure was charged.
-	LastReason string `json:"last_reason,omitempty"`
-	// LastFailure is when it was charged.
-	LastFailure time.Time `json:"last_failure"`
-	// NextAttempt is the earliest time the next attempt may run.
-	NextAttempt time.Time `json:"next_attempt"`
-	// Unconfirmed is set when a start call succeeded and the instance has
-	// not yet been stable for the whole window (SUP-12).
-	Unconfirmed bool `json:"unconfirmed"`
-	// StableSince is when the current continuous stable stretch began; zero
-	// when the instance is not stable now.
-	StableSince time.Time `json:"stable_since"`
-}
-
 // Decision is what a charged failure means for the next attempt.
 type Decision struct {
 	Failures int
@@ -100,7 +83,7 @@ func (d Decision) Immediate() bool { return d.Delay == 0 }
 // the next attempt may run. Found down again after a successful start is a
 // failure too: that is how an unconfirmed attempt is charged (SUP-12).
 // rnd is used only when the config has jitter; it may be nil otherwise.
-func Fail(c Config, e Entry, now time.Time, reason string, rnd *rand.Rand) (Entry, Decision) {
+func Fail(c Config, e messages.Ledger, now time.Time, reason string, rnd *rand.Rand) (messages.Ledger, Decision) {
 	e.Failures++
 	e.LastReason = reason
 	e.LastFailure = now
@@ -121,7 +104,7 @@ func jitter(c Config, d time.Duration, rnd *rand.Rand) time.Duration {
 
 // Started records that a start call succeeded at now: the attempt is
 // unconfirmed until a full stable window passes.
-func Started(e Entry) Entry {
+func Started(e messages.Ledger) messages.Ledger {
 	e.Unconfirmed = true
 	e.StableSince = time.Time{}
 	return e
@@ -131,7 +114,7 @@ func Started(e Entry) Entry {
 // rotation). It returns the entry and true when the entry is to be dropped:
 // the instance has been continuously stable for the whole window (SUP-11).
 // Observing "not stable" ends the stretch; waiting alone never resets.
-func Observe(c Config, e Entry, now time.Time, stable bool) (Entry, bool) {
+func Observe(c Config, e messages.Ledger, now time.Time, stable bool) (messages.Ledger, bool) {
 	if !stable {
 		e.StableSince = time.Time{}
 		return e, false
@@ -143,4 +126,4 @@ func Observe(c Config, e Entry, now time.Time, stable bool) (Entry, bool) {
 }
 
 // Ready reports whether the next attempt may run at now.
-func Ready(e Entry, now time.Time) bool { return !now.Before(e.NextAttempt) }
+func Ready(e messages.Ledger, now time.Time) bool { return !now.Before(e.NextAttempt) }

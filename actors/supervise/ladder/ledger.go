@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/engenho/engenho/messages"
 )
 
 // Ledger holds the entries of many generation keys under one config. It is
@@ -12,12 +14,12 @@ import (
 type Ledger struct {
 	cfg     Config
 	rnd     *rand.Rand
-	entries map[string]Entry
+	entries map[string]messages.Ledger
 }
 
 // NewLedger returns an empty ledger; seed feeds jitter only.
 func NewLedger(cfg Config, seed uint64) *Ledger {
-	return &Ledger{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), entries: map[string]Entry{}}
+	return &Ledger{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), entries: map[string]messages.Ledger{}}
 }
 
 // Config returns the ledger's config.
@@ -58,7 +60,7 @@ func (l *Ledger) Observe(key string, now time.Time, stable bool) bool {
 }
 
 // Get returns key's entry, if it has history.
-func (l *Ledger) Get(key string) (Entry, bool) {
+func (l *Ledger) Get(key string) (messages.Ledger, bool) {
 	e, ok := l.entries[key]
 	return e, ok
 }
@@ -97,8 +99,8 @@ func (l *Ledger) Keys() []string {
 }
 
 // Snapshot copies every entry.
-func (l *Ledger) Snapshot() map[string]Entry {
-	out := make(map[string]Entry, len(l.entries))
+func (l *Ledger) Snapshot() map[string]messages.Ledger {
+	out := make(map[string]messages.Ledger, len(l.entries))
 	for k, e := range l.entries {
 		out[k] = e
 	}
