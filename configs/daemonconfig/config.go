@@ -4,8 +4,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/engenho/engenho/actors/supervise/ladder"
-	"github.com/engenho/engenho/runtime/logging"
 	"github.com/rs/zerolog"
 )
 
@@ -69,7 +67,7 @@ type Log struct {
 
 // ZerologLevel is Level parsed (Load has validated it).
 func (l Log) ZerologLevel() zerolog.Level {
-	lvl, err := logging.ParseLevel(l.Level)
+	lvl, err := ParseLevel(l.Level)
 	if err != nil {
 		return zerolog.InfoLevel
 	}
@@ -180,7 +178,8 @@ type Supervision struct {
 	Ladder      Ladder        `key:"ladder"`
 }
 
-// Ladder is the backoff ladder's configuration (SUP-10, SUP-11).
+// Ladder is the backoff ladder's configuration (SUP-10, SUP-11); the
+// daemon turns it into actors/supervise/ladder's Config.
 type Ladder struct {
 	Immediate int             `key:"immediate"`
 	Delays    []time.Duration `key:"delays"`
@@ -189,17 +188,6 @@ type Ladder struct {
 	Jitter float64 `key:"jitter"`
 	// Stable is the window that resets a ledger.
 	Stable time.Duration `key:"stable"`
-}
-
-// LadderConfig is l as a ladder.Config.
-func (l Ladder) LadderConfig() ladder.Config {
-	return ladder.Config{
-		Immediate: l.Immediate,
-		Delays:    append([]time.Duration(nil), l.Delays...),
-		Cap:       l.Cap,
-		Jitter:    l.Jitter,
-		Stable:    l.Stable,
-	}
 }
 
 // Sweep configures the periodic pass that inspects replicas and wakes
@@ -262,7 +250,6 @@ type Chaos struct {
 // environment leave unset. Node.Name and Objstore.FS.Dir depend on the
 // machine and the data directory and are filled by Load.
 func Defaults() Config {
-	l := ladder.Default()
 	return Config{
 		DataDir: "/var/lib/engenho",
 		Log:     Log{Level: "info", Format: "auto"},
@@ -274,13 +261,25 @@ func Defaults() Config {
 		Objstore: Objstore{Kind: "fs", Prefix: "engenho"},
 		Supervision: Supervision{
 			Strategy: "one_for_one", MaxRestarts: 3, Period: 5 * time.Second,
-			Ladder: Ladder{Immediate: l.Immediate, Delays: l.Delays, Cap: l.Cap, Jitter: l.Jitter, Stable: l.Stable},
+			Ladder: defaultLadder(),
 		},
 		Sweep:   Sweep{Interval: 10 * time.Second},
 		Probe:   Probe{Interval: 30 * time.Second, Timeout: 30 * time.Second, StartInterval: 5 * time.Second, Retries: 3},
 		Drain:   Drain{Budget: 60 * time.Second},
 		Boot:    Boot{StepTimeout: 2 * time.Minute},
 		Journal: Journal{Events: Events{MaxCount: 100_000, MaxAge: 30 * 24 * time.Hour}},
+	}
+}
+
+// defaultLadder is the spec's ladder (SUP-10): 3 at once, then 1m, 2m, 4m,
+// 8m, then 15m; reset after 5m stable; no jitter. A test keeps it equal to
+// ladder.Default.
+func defaultLadder() Ladder {
+	return Ladder{
+		Immediate: 3,
+		Delays:    []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute},
+		Cap:       15 * time.Minute,
+		Stable:    5 * time.Minute,
 	}
 }
 

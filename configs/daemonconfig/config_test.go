@@ -106,7 +106,7 @@ func TestDMN15Defaults(t *testing.T) {
 		{"chaos.enabled", c.Chaos.Enabled, false},
 		// The defaults of other packages, so the daemon config and the
 		// packages it configures cannot drift apart.
-		{"supervision.ladder", c.Supervision.Ladder.LadderConfig(), ladder.Default()},
+		{"supervision.ladder", ladderOf(c.Supervision.Ladder), ladder.Default()},
 		{"probe.interval", c.Probe.Interval, probe.DefaultInterval},
 		{"probe.timeout", c.Probe.Timeout, probe.DefaultTimeout},
 		{"probe.start_interval", c.Probe.StartInterval, probe.DefaultStartInterval},
@@ -825,4 +825,9 @@ func TestNullMeansDefault(t *testing.T) {
 	if c.Drivers.Incus.Profiles == nil || len(c.Drivers.Incus.Profiles) != 0 {
 		t.Errorf("profiles: [] gave %#v", c.Drivers.Incus.Profiles)
 	}
+}
+
+// ladderOf is l as the ladder package reads it (the daemon's conversion).
+func ladderOf(l Ladder) ladder.Config {
+	return ladder.Config{Immediate: l.Immediate, Delays: l.Delays, Cap: l.Cap, Jitter: l.Jitter, Stable: l.Stable}
 }

@@ -1,5 +1,6 @@
-// Package config reads, validates and watches the daemon's configuration
-// (spec DMN-15, DMN-16).
+// Package daemonconfig reads and validates the daemon's configuration file,
+// engenho.yaml (spec DMN-15, DMN-16); it sits beside the shipped example in
+// configs/. The file watcher that triggers reloads is runtime/config.
 //
 // Load reads the YAML file once, keeps its bytes for the Digest, and builds
 // a typed Config: defaults, then the file, then ENGENHO_SECTION_KEY
@@ -15,10 +16,14 @@
 //
 // Diff classifies what changed between two configs: applied in place,
 // needing a runtime restart, or a relaunch of the process. ResolveStacks
-// expands the stack globs. Watcher reports settled bursts of changes to the
-// config file and the stack files (fsnotify, debounced on the injected
-// clock). Changed supports the failed-boot retry rule: if the file changed
-// since it was read, retry once.
+// expands the stack globs (IsGlob and GlobCandidate say what a pattern is
+// and which files it picks). Changed supports the failed-boot retry rule:
+// if the file changed since it was read, retry once.
 //
 // The reference of every key is docs/config.md.
+//
+// Layer: configs (file schemas and parsers). It imports only drivers/ (the
+// object store's key rules) and no engenho package above it; the daemon
+// converts what it needs (the ladder, the store settings) at its
+// composition root, runtime/daemon.
 package daemonconfig

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers/objstore"
-	"github.com/engenho/engenho/runtime/logging"
 )
 
 // systemdStopTimeout is systemd's default TimeoutStopSec; a drain budget
@@ -31,7 +30,7 @@ func (p *parser) validate(c *Config) {
 	if c.DataDir == "" {
 		p.failKey("data_dir", "must not be empty")
 	}
-	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
+	if _, err := ParseLevel(c.Log.Level); err != nil {
 		p.failKey("log.level", "want trace, debug, info, warn or error, got %q", c.Log.Level)
 	}
 	p.oneOf("log.format", c.Log.Format, "auto", "json", "console")

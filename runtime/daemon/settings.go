@@ -93,7 +93,7 @@ func SettingsFrom(c *daemonconfig.Config) Settings {
 		ClientCert: in.ClientCert, ClientKey: in.ClientKey, ServerCA: in.ServerCA}
 	s.EdgeListen, s.MetricsListen = c.Edge.Listen, c.Metrics.Listen
 	sup := c.Supervision
-	s.Strategy, s.MaxRestarts, s.Period, s.Ladder = sup.Strategy, sup.MaxRestarts, sup.Period, sup.Ladder.LadderConfig()
+	s.Strategy, s.MaxRestarts, s.Period, s.Ladder = sup.Strategy, sup.MaxRestarts, sup.Period, ladderConfig(sup.Ladder)
 	s.Sweep, s.DrainBudget = c.Sweep.Interval, c.Drain.Budget
 	if c.Boot.StepTimeout > 0 {
 		s.StepTimeout = c.Boot.StepTimeout
@@ -102,4 +102,15 @@ func SettingsFrom(c *daemonconfig.Config) Settings {
 	s.ChaosEnabled = c.Chaos.Enabled
 	s.Config = c
 	return s
+}
+
+// ladderConfig is the config file's ladder as the supervision layer reads it.
+func ladderConfig(l daemonconfig.Ladder) ladder.Config {
+	return ladder.Config{
+		Immediate: l.Immediate,
+		Delays:    append([]time.Duration(nil), l.Delays...),
+		Cap:       l.Cap,
+		Jitter:    l.Jitter,
+		Stable:    l.Stable,
+	}
 }

@@ -2,11 +2,9 @@ package logging
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,23 +38,6 @@ func (l *Logger) Level() zerolog.Level { return zerolog.Level(l.level.Load()) }
 func (l *Logger) SetLevel(level zerolog.Level) {
 	l.level.Store(int32(level))
 	zerolog.SetGlobalLevel(level)
-}
-
-// ParseLevel reads a level name: trace, debug, info, warn, error.
-func ParseLevel(s string) (zerolog.Level, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "trace":
-		return zerolog.TraceLevel, nil
-	case "debug":
-		return zerolog.DebugLevel, nil
-	case "", "info":
-		return zerolog.InfoLevel, nil
-	case "warn", "warning":
-		return zerolog.WarnLevel, nil
-	case "error":
-		return zerolog.ErrorLevel, nil
-	}
-	return zerolog.NoLevel, fmt.Errorf("log level %q: want trace, debug, info, warn or error", s)
 }
 
 // IsTerminal reports whether w is a terminal.

@@ -36,18 +36,6 @@ func TestDMN17JSONAndHotLevel(t *testing.T) {
 	}
 }
 
-func TestParseLevel(t *testing.T) {
-	for in, want := range map[string]zerolog.Level{"debug": zerolog.DebugLevel, "WARN": zerolog.WarnLevel, "": zerolog.InfoLevel} {
-		got, err := ParseLevel(in)
-		if err != nil || got != want {
-			t.Errorf("%q: %v %v", in, got, err)
-		}
-	}
-	if _, err := ParseLevel("loud"); err == nil {
-		t.Fatal("bad level accepted")
-	}
-}
-
 func TestRouteSlog(t *testing.T) {
 	var buf bytes.Buffer
 	l := New(&buf, "json", zerolog.DebugLevel)
