@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/sidecar"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
@@ -400,7 +399,7 @@ func (a *Actor) opProbe(def messages.HostDefinition, drv drivers.Driver) {
 	if a.prober == nil {
 		a.prober = probe.NewProber(drv, a.h.Clock())
 	}
-	cfg := service.ProbeConfig(def.Definition.Healthcheck)
+	cfg := def.Definition.ProbeConfig()
 	if !cfg.Enabled() {
 		cfg = probe.Config{Kind: probe.KindTCP, Port: port(def.Definition), Timeout: 2 * time.Second}.WithDefaults()
 	}

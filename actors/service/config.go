@@ -6,7 +6,6 @@ import (
 	"github.com/engenho/engenho/actors/replica"
 	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
-	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
 )
 
@@ -25,19 +24,6 @@ func targetOf(r messages.ServiceRevision) Target {
 	}
 }
 
-// ProbeConfig maps a stack file healthcheck onto a probe config.
-func ProbeConfig(h stackfile.Healthcheck) probe.Config {
-	kinds := map[stackfile.ProbeKind]probe.Kind{
-		stackfile.ProbeExec: probe.KindExec, stackfile.ProbeHTTP: probe.KindHTTP, stackfile.ProbeTCP: probe.KindTCP,
-	}
-	kind, ok := kinds[h.Kind]
-	if !ok {
-		return probe.Config{Kind: probe.KindNone}
-	}
-	return probe.Config{Kind: kind, Command: h.Exec, Path: h.Path, Port: h.Port, Interval: h.Interval,
-		Timeout: h.Timeout, Retries: h.Retries, StartPeriod: h.StartPeriod, StartInterval: h.StartInterval}.WithDefaults()
-}
-
 // LadderConfig maps a service's backoff onto the ladder (SUP-10).
 func LadderConfig(e stackfile.Engenho) ladder.Config {
 	return ladder.Config{Immediate: e.Backoff.Immediate, Delays: e.Backoff.Delays, Cap: e.Backoff.Cap,
@@ -48,7 +34,7 @@ func LadderConfig(e stackfile.Engenho) ladder.Config {
 func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 	rp := svc.Deploy.RestartPolicy
 	return replica.Config{
-		Probe:  ProbeConfig(svc.Healthcheck),
+		Probe:  svc.ProbeConfig(),
 		Ladder: LadderConfig(svc.Engenho),
 		Policy: replica.Policy{
 			Condition: rp.Condition, MaxAttempts: rp.MaxAttempts, Window: rp.Window,
