@@ -14,7 +14,6 @@ import (
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/edge"
 )
 
 // Name is the activator's name under the root (root.ActivatorName).
@@ -67,8 +66,9 @@ type Env struct {
 	Journal  Journal
 	Events   Emitter
 	Metrics  Metrics
-	// Routes is the edge's table; hosts publish their routes in it.
-	Routes *edge.Table
+	// Routes is where hosts publish their edge routes (the node passes the
+	// edge's table); nil publishes nothing.
+	Routes host.Routes
 	// Status, when set, gets every host's published snapshot.
 	Status func(messages.HostStatus)
 	// Committed, when set, is read at every wake for the committed
@@ -275,16 +275,9 @@ func (a *Actor) hostEnv() host.Env {
 	e := a.env
 	return host.Env{
 		Drivers: e.Drivers, Store: e.Store, Prefix: e.Prefix, Checkpoints: a.cps, Node: e.NodeName, Holder: e.Holder,
-		LeaseTTL: e.LeaseTTL, Journal: e.Journal, Events: e.Events, Metrics: e.Metrics, Routes: routes(e.Routes),
+		LeaseTTL: e.LeaseTTL, Journal: e.Journal, Events: e.Events, Metrics: e.Metrics, Routes: e.Routes,
 		Status: e.Status, Committed: e.Committed, HostsDir: e.HostsDir, Bin: e.Bin, StepTimeout: e.StepTimeout, Tune: e.Tune,
 	}
-}
-
-func routes(t *edge.Table) host.Routes {
-	if t == nil {
-		return nil
-	}
-	return t
 }
 
 // define creates or updates a host actor from a definition.

@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/anthdm/hollywood/actor"
-	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/stack"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/messages"
@@ -31,7 +30,7 @@ type Options struct {
 // Actor is the root supervisor.
 type Actor struct {
 	h        *supervise.Handle
-	env      service.Env
+	env      stack.Env
 	opts     Options
 	kids     *supervise.Children
 	stacks   map[string]messages.ApplyStack
@@ -40,7 +39,7 @@ type Actor struct {
 
 // Produce returns the root's producer; initial is the desired state read
 // from the journal at boot.
-func Produce(env service.Env, opts Options, initial []messages.ApplyStack) supervise.Producer {
+func Produce(env stack.Env, opts Options, initial []messages.ApplyStack) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
 		a := &Actor{h: h, env: env, opts: opts, stacks: map[string]messages.ApplyStack{}, removing: map[string]bool{}}
 		for _, d := range initial {

@@ -18,7 +18,6 @@ import (
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/balancer"
 )
 
 // Store is the journal as a service uses it: rollout progress and failed
@@ -29,13 +28,38 @@ type Store interface {
 	SaveProgress(stack, service, deployment, revision string, done []int) error
 }
 
+// Ports is the node's TCP balancer as a service uses it (SVC-22): one named
+// listener per published port, spreading connections over the backends it
+// is given, draining a retired one (SVC-16). It belongs to the node
+// (runtime/daemon adapts runtime/balancer to it), so a restarted service
+// actor finds its listeners still there. It is safe for concurrent use.
+type Ports interface {
+	// Listen opens the listener name on addr.
+	Listen(name, addr string) error
+	// Addr is where name listens, if it does.
+	Addr(name string) (net.Addr, bool)
+	// SetBackends replaces name's rotation.
+	SetBackends(name string, backends []Backend) error
+	// Drain takes backend id out of name's rotation; the channel closes when
+	// its connections have ended or timeout has passed.
+	Drain(name, id string, timeout time.Duration) <-chan struct{}
+	// Close closes name's listener and its connections.
+	Close(name string) error
+}
+
+// Backend is one in-rotation replica behind a published port.
+type Backend struct {
+	ID   string
+	Addr string
+}
+
 // Env is what a service actor uses of the node.
 type Env struct {
-	Driver   func(name string) (drivers.Driver, bool)
-	Balancer *balancer.Balancer
-	Events   replica.Emitter
-	Board    *supervise.Board
-	Store    Store
+	Driver func(name string) (drivers.Driver, bool)
+	Ports  Ports
+	Events replica.Emitter
+	Board  *supervise.Board
+	Store  Store
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in commands.
 	Bin         string
 	StepTimeout time.Duration
@@ -422,7 +446,7 @@ func (a *Actor) retire(id string) {
 	var chans []<-chan struct{}
 	drain := a.current.Definition.Engenho.Drain
 	for _, p := range a.ports {
-		chans = append(chans, a.env.Balancer.Drain(p.name, id, drain))
+		chans = append(chans, a.env.Ports.Drain(p.name, id, drain))
 	}
 	self, eng := a.h.PID(), a.h.Engine()
 	if len(chans) == 0 {
@@ -496,7 +520,7 @@ func (a *Actor) retireAll() {
 		return
 	}
 	for _, p := range a.ports {
-		_ = a.env.Balancer.Close(p.name)
+		_ = a.env.Ports.Close(p.name)
 	}
 	a.env.Board.DeleteService(a.stack, a.name)
 	a.h.Engine().Send(a.h.Parent(), messages.ServiceSummary{Service: a.name, Gone: true})
@@ -528,10 +552,10 @@ func (a *Actor) openPorts() {
 	for _, p := range a.current.Definition.Published() {
 		b := portBinding{name: fmt.Sprintf("%s/%s/%d", a.stack, a.name, p.Published), listen: p.ListenAddr(), target: p.Target}
 		a.ports = append(a.ports, b)
-		if _, ok := a.env.Balancer.Addr(b.name); ok {
+		if _, ok := a.env.Ports.Addr(b.name); ok {
 			continue
 		}
-		if err := a.env.Balancer.Listen(b.name, b.listen); err != nil {
+		if err := a.env.Ports.Listen(b.name, b.listen); err != nil {
 			a.h.Log().Error().Err(err).Str("listen", b.listen).Msg("cannot listen on a published port")
 			a.emit(messages.KindDeployFailed, messages.LevelError, err.Error())
 		}
@@ -541,13 +565,13 @@ func (a *Actor) openPorts() {
 // updateRotation gives the balancer the in-rotation replicas of each port.
 func (a *Actor) updateRotation() {
 	for _, p := range a.ports {
-		var bs []balancer.Backend
+		var bs []Backend
 		for _, r := range sorted(a.s.Replicas) {
 			if !r.serving() {
 				continue
 			}
 			if addr := a.views[r.ID].Addresses[p.target]; addr != "" {
-				bs = append(bs, balancer.Backend{ID: r.ID, Addr: addr})
+				bs = append(bs, Backend{ID: r.ID, Addr: addr})
 			}
 		}
 		key := fmt.Sprint(bs)
@@ -555,7 +579,7 @@ func (a *Actor) updateRotation() {
 			continue
 		}
 		a.rotation[p.name] = key
-		if err := a.env.Balancer.SetBackends(p.name, bs); err != nil {
+		if err := a.env.Ports.SetBackends(p.name, bs); err != nil {
 			a.h.Log().Warn().Err(err).Msg("updating the balancer")
 		}
 	}

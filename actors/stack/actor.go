@@ -7,10 +7,15 @@ import (
 	"github.com/engenho/engenho/messages"
 )
 
+// Env is what a stack actor uses of the node: nothing of its own; it hands
+// the same environment to every service actor it starts. The root, its
+// parent, knows only this name (a parent knows only its direct children).
+type Env = service.Env
+
 // Actor is the stack actor.
 type Actor struct {
 	h       *supervise.Handle
-	env     service.Env
+	env     Env
 	kids    *supervise.Children
 	desired messages.ApplyStack
 	// known lists the services that have an actor, in start order.
@@ -23,7 +28,7 @@ type Actor struct {
 // Produce returns the producer of a stack actor. desired is read when the
 // actor (re)starts, so a restarted stack actor gets the latest state, and
 // one restarted while removing goes on removing.
-func Produce(env service.Env, desired func() (d messages.ApplyStack, removing bool)) supervise.Producer {
+func Produce(env Env, desired func() (d messages.ApplyStack, removing bool)) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
 		d, removing := desired()
 		return &Actor{h: h, env: env, desired: d, removing: removing, known: map[string]bool{}, hosts: map[string]bool{}, summaries: map[string]messages.ServiceSummary{}}

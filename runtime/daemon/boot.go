@@ -268,7 +268,7 @@ func (d *Daemon) startTree() (func(), error) {
 			drv, ok := p.drivers[name]
 			return drv, ok
 		},
-		Balancer: rt.balancer, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
+		Ports: balancerPorts{rt.balancer}, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
 		Bin: d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
 	}
 	rt.routes = edge.NewTable()

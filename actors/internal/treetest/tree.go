@@ -16,22 +16,21 @@ import (
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/messages"
-	"github.com/engenho/engenho/runtime/balancer"
 	"github.com/rs/zerolog"
 )
 
 // Tree is a running supervision tree.
 type Tree struct {
-	Engine   *actor.Engine
-	Sys      *supervise.System
-	Clock    clock.Clock
-	Driver   drivers.Driver
-	Balancer *balancer.Balancer
-	Board    *supervise.Board
-	Events   *Events
-	Store    *MemStore
-	Root     *actor.PID
-	Env      service.Env
+	Engine *actor.Engine
+	Sys    *supervise.System
+	Clock  clock.Clock
+	Driver drivers.Driver
+	Ports  *Ports
+	Board  *supervise.Board
+	Events *Events
+	Store  *MemStore
+	Root   *actor.PID
+	Env    service.Env
 
 	exited  chan messages.ChildExited
 	deps    int
@@ -60,7 +59,7 @@ func New(o Options) (*Tree, error) {
 	}
 	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: &Events{},
 		Store: NewMemStore(), exited: make(chan messages.ChildExited, 1)}
-	t.Balancer = balancer.New(balancer.Options{Clock: o.Clock, Logger: o.Log})
+	t.Ports = NewPorts()
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)
 	t.Sys.OnRootExit = func(m messages.ChildExited) { t.exited <- m }
 	drv := o.Driver
@@ -68,15 +67,14 @@ func New(o Options) (*Tree, error) {
 		Driver: func(name string) (drivers.Driver, bool) {
 			return drv, name == drv.Name() || name == "" || name == "process"
 		},
-		Balancer: t.Balancer, Events: t.Events, Board: t.Board, Store: t.Store,
+		Ports: t.Ports, Events: t.Events, Board: t.Board, Store: t.Store,
 		StepTimeout: 2 * time.Minute, Sweep: o.Sweep, OutputLines: 20,
 	}
 	t.Root = t.Sys.SpawnRoot(supervise.ChildSpec{Name: root.Name, Produce: root.Produce(t.Env, root.Options{}, nil)})
 	return t, nil
 }
 
-// Stop shuts the tree down (actors only: workloads keep running) and
-// closes the balancer.
+// Stop shuts the tree down (actors only: workloads keep running).
 func (t *Tree) Stop() error {
 	if t.stopped {
 		return nil
@@ -88,7 +86,6 @@ func (t *Tree) Stop() error {
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("root did not stop within 30s")
 	}
-	t.Balancer.Shutdown()
 	return nil
 }
 

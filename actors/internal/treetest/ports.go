@@ -1,0 +1,98 @@
+package treetest
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/engenho/engenho/actors/service"
+)
+
+// Ports is an in-memory service.Ports: it records each published port's
+// listen address and rotation and never binds a socket, so trees in tests
+// can publish the same port side by side.
+type Ports struct {
+	mu        sync.Mutex
+	listening map[string]string
+	rotation  map[string][]service.Backend
+}
+
+var _ service.Ports = (*Ports)(nil)
+
+// NewPorts returns a Ports with nothing listening.
+func NewPorts() *Ports {
+	return &Ports{listening: map[string]string{}, rotation: map[string][]service.Backend{}}
+}
+
+// addr is a listen address as net.Addr.
+type addr string
+
+func (a addr) Network() string { return "tcp" }
+func (a addr) String() string  { return string(a) }
+
+func (p *Ports) Listen(name, listen string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.listening[name]; ok {
+		return fmt.Errorf("port %s: already listening", name)
+	}
+	p.listening[name] = listen
+	return nil
+}
+
+func (p *Ports) Addr(name string) (net.Addr, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a, ok := p.listening[name]
+	if !ok {
+		return nil, false
+	}
+	return addr(a), true
+}
+
+func (p *Ports) SetBackends(name string, backends []service.Backend) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.listening[name]; !ok {
+		return fmt.Errorf("port %s: not listening", name)
+	}
+	p.rotation[name] = append([]service.Backend(nil), backends...)
+	return nil
+}
+
+// Drain takes id out of name's rotation; nothing is connected, so it is
+// drained at once.
+func (p *Ports) Drain(name, id string, _ time.Duration) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var kept []service.Backend
+	for _, b := range p.rotation[name] {
+		if b.ID != id {
+			kept = append(kept, b)
+		}
+	}
+	p.rotation[name] = kept
+	done := make(chan struct{})
+	close(done)
+	return done
+}
+
+func (p *Ports) Close(name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.listening[name]; !ok {
+		return fmt.Errorf("port %s: not listening", name)
+	}
+	delete(p.listening, name)
+	delete(p.rotation, name)
+	return nil
+}
+
+// Rotation returns a copy of name's rotation and whether name listens.
+func (p *Ports) Rotation(name string) ([]service.Backend, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.listening[name]
+	return append([]service.Backend(nil), p.rotation[name]...), ok
+}
