@@ -3,20 +3,29 @@
 #   make run     the daemon on the demo config (process driver, fs store)
 #   make test    every test, with the race detector
 #   make bench   the benchmark tables (PERF-1..PERF-7)
-#   make chaos   the CI chaos campaign; make soak a long one
+#   make chaos   the CI chaos campaign (on the chaos build); make soak a long one
 #   make fuzz    every fuzz target for a fixed time
-#   make lint    go vet, gofmt and go mod tidy
+#   make lint    go vet (both builds), gofmt, go mod tidy, no chaos code in the shipped binary
+#
+# The shipped binary has no fault injection; the chaos build
+# (go build -tags chaos) adds it and the `engenho chaos` commands.
 
 GO        ?= go
 BIN       := cmd/engenho/engenho
+CHAOS_BIN := cmd/engenho/engenho-chaos
 FUZZTIME  ?= 20s
 BENCHTIME ?= 1x
 export GOFLAGS := -buildvcs=false
 
-.PHONY: build run test bench chaos chaos-selftest soak fuzz lint clean
+.PHONY: build build-chaos run test bench chaos chaos-selftest soak fuzz lint clean
+
+LDFLAGS := -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)"
 
 build:
-	$(GO) build -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/engenho
+	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/engenho
+
+build-chaos:
+	$(GO) build -tags chaos $(LDFLAGS) -o $(CHAOS_BIN) ./cmd/engenho
 
 run: build
 	$(BIN) daemon --config configs/demo.yaml
@@ -46,25 +55,27 @@ bench: build
 	@echo "== balancer"
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./runtime/balancer/
 
-chaos: build
-	$(BIN) chaos run --scenario ci --seed 1 --faults 200 --report chaos/reports/ci
+chaos: build-chaos
+	$(CHAOS_BIN) chaos run --scenario ci --seed 1 --faults 200 --report chaos/reports/ci
 
-chaos-selftest: build
-	ENGENHO_CHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -run SelfTest -v -timeout 20m ./chaos/
+chaos-selftest: build-chaos
+	ENGENHO_CHAOS_BIN=$(CURDIR)/$(CHAOS_BIN) $(GO) test -count=1 -run SelfTest -v -timeout 20m ./chaos/
 
-soak: build
-	$(BIN) chaos run --scenario soak --seed $${SEED:-$$(date +%s)} --faults $${FAULTS:-5000} --report chaos/reports/soak
+soak: build-chaos
+	$(CHAOS_BIN) chaos run --scenario soak --seed $${SEED:-$$(date +%s)} --faults $${FAULTS:-5000} --report chaos/reports/soak
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./configs/stackfile/
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./runtime/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./configs/daemonconfig/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./runtime/control/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./drivers/objstore/lease/
 
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./...
+	@out=$$($(GO) list -deps ./cmd/engenho | grep /chaos); if [ -n "$$out" ]; then echo "the shipped binary links chaos code:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 clean:
-	rm -rf $(BIN) configs/demo-data chaos/reports
+	rm -rf $(BIN) $(CHAOS_BIN) configs/demo-data chaos/reports

@@ -139,7 +139,7 @@ func TestScenarios(t *testing.T) {
 
 // CHS-2 config.half-written: every strict prefix of a node's config
 // fails to load, so the fault always writes a broken file; the whole
-// file loads.
+// file loads (in the chaos build, which its daemons are).
 func TestConfigPrefixesNeverParse(t *testing.T) {
 	for _, incus := range []bool{false, true} {
 		c := &campaign{comps: components{incus: incus}}
@@ -149,14 +149,14 @@ func TestConfigPrefixesNeverParse(t *testing.T) {
 		if err := os.WriteFile(path, full, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := daemonconfig.Load(path); err != nil {
+		if _, _, err := daemonconfig.LoadWith(path, daemonconfig.Overrides{ChaosBuild: true}); err != nil {
 			t.Fatalf("the full config does not load: %v", err)
 		}
 		for n := 0; n < len(bytes.TrimSpace(full)); n++ {
 			if err := os.WriteFile(path, full[:n], 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := daemonconfig.Load(path); err == nil {
+			if _, _, err := daemonconfig.LoadWith(path, daemonconfig.Overrides{ChaosBuild: true}); err == nil {
 				t.Fatalf("a %d-byte prefix loads:\n%s", n, full[:n])
 			}
 		}

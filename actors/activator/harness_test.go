@@ -327,6 +327,7 @@ func newNode(t testing.TB, name string, store objstore.Store, clk clock.Clock, o
 		n.ttl = 30 * time.Second
 	}
 	n.sys = supervise.NewSystem(eng, clk, zerolog.Nop())
+	n.sys.AllowInjectPanic = true // the tests inject panics (CHS-2)
 	n.sys.OnRootExit = func(m messages.ChildExited) { n.exited <- m }
 	env := Env{
 		Drivers: func(string) (drivers.Driver, bool) { return n.drv, true },

@@ -107,6 +107,7 @@ func TestActivatorRestartRebuildsHosts(t *testing.T) {
 	eventually(t, clk, 0, "asleep", func() bool { return n.state("notes.localhost") == messages.HostAsleep })
 	// Stand the same activator spec under a supervisor in a second tree.
 	sys := supervise.NewSystem(n.eng, clk, n.sys.Log)
+	sys.AllowInjectPanic = true
 	exited := make(chan messages.ChildExited, 1)
 	sys.OnRootExit = func(m messages.ChildExited) { exited <- m }
 	spec := Spec(Env{Drivers: n.env.Drivers, Store: n.env.Store, Prefix: "engenho", NodeName: "n2", NodeID: "x",

@@ -79,6 +79,10 @@ func (cl *cell) deliver(c *actor.Context) {
 		cl.deliverTo(c, m)
 		return
 	case messages.InjectPanic:
+		if !cl.sys.AllowInjectPanic {
+			cl.handle.log().Warn().Str("reason", m.Reason).Msg("injected panic ignored: this system does not allow fault injection")
+			return
+		}
 		panic("injected: " + m.Reason)
 	}
 	cl.inner.Receive(c)

@@ -124,6 +124,12 @@ type harness struct {
 
 func newHarness(t *testing.T, opts Options, children ...func(*recorder) ChildSpec) *harness {
 	t.Helper()
+	return newHarnessInjecting(t, true, opts, children...)
+}
+
+// newHarnessInjecting is newHarness with AllowInjectPanic set to allow.
+func newHarnessInjecting(t *testing.T, allow bool, opts Options, children ...func(*recorder) ChildSpec) *harness {
+	t.Helper()
 	engine, err := actor.NewEngine(actor.NewEngineConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +137,7 @@ func newHarness(t *testing.T, opts Options, children ...func(*recorder) ChildSpe
 	h := &harness{t: t, engine: engine, clk: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		rec: &recorder{pids: map[string]*actor.PID{}}, exits: make(chan messages.ChildExited, 1)}
 	h.sys = NewSystem(engine, h.clk, zerolog.Nop())
+	h.sys.AllowInjectPanic = allow
 	h.sys.OnRootExit = func(m messages.ChildExited) { h.exits <- m }
 	var specs []ChildSpec
 	for _, f := range children {
@@ -464,6 +471,25 @@ func TestInjectPanicByPath(t *testing.T) {
 	if f, ok := res.(messages.DeliverFailed); !ok || f.Path != "root/none" {
 		t.Fatalf("answer %#v", res)
 	}
+}
+
+// CHS-2: only a system built to allow fault injection (the chaos build)
+// panics on messages.InjectPanic; any other drops it and the actor goes on.
+func TestInjectPanicNeedsAllowInjectPanic(t *testing.T) {
+	h := newHarnessInjecting(t, false, roomy(), func(rec *recorder) ChildSpec {
+		return supSpec("mid", roomy(), rec, Permanent, workerSpec("x", rec, Permanent))
+	})
+	h.waitFor("start x", "start mid")
+	before, _ := h.sys.Tree.Get("root/mid/x")
+	h.engine.Send(h.root, messages.Deliver{Path: "root/mid/x", Msg: messages.InjectPanic{Reason: "test"}})
+	h.engine.Send(h.rec.pid("x"), messages.InjectPanic{Reason: "direct"})
+	time.Sleep(100 * time.Millisecond)
+	h.waitFor() // no stop, no restart
+	if n, ok := h.sys.Tree.Get("root/mid/x"); !ok || n.Restarts != 0 || n.Gen != before.Gen {
+		t.Fatalf("root/mid/x after an ignored panic: %+v %v (was %+v)", n, ok, before)
+	}
+	h.engine.Send(h.rec.pid("x"), boom{})
+	h.waitFor("stop x", "start x") // a real panic is still handled
 }
 
 // SVC-11, SUP-4: Bounded returns what the call returns; a call that

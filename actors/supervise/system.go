@@ -24,6 +24,10 @@ type System struct {
 	Tree   *Tree
 	// OnRootExit is called once when the root actor ends, with why.
 	OnRootExit func(messages.ChildExited)
+	// AllowInjectPanic lets messages.InjectPanic make the receiving actor
+	// panic (the chaos suite's fault, CHS-2). Off, the message is dropped
+	// with a warning: only the chaos build sets it (daemon Hooks).
+	AllowInjectPanic bool
 
 	gen atomic.Uint64
 }

@@ -31,6 +31,10 @@ func init() {
 	})
 }
 
+// chaosHooks makes the daemon's fault-injection hooks; only the chaos build
+// sets it (chaos_hooks.go, -tags chaos). In the shipped binary it is nil.
+var chaosHooks func(*logging.Logger) *daemon.Hooks
+
 func runDaemon(configPath, dataDir, logFormat string) error {
 	log := logging.New(os.Stderr, logFormat, zerolog.InfoLevel)
 	logging.RouteSlog(log.Logger)
@@ -38,7 +42,11 @@ func runDaemon(configPath, dataDir, logFormat string) error {
 	if err != nil {
 		return fmt.Errorf("finding the engenho binary: %w", err)
 	}
-	d, err := daemon.New(daemon.Options{ConfigPath: configPath, DataDir: dataDir, Bin: bin, Log: log})
+	var hooks *daemon.Hooks
+	if chaosHooks != nil {
+		hooks = chaosHooks(log)
+	}
+	d, err := daemon.New(daemon.Options{ConfigPath: configPath, DataDir: dataDir, Bin: bin, Log: log, Hooks: hooks})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -831,3 +831,30 @@ func TestNullMeansDefault(t *testing.T) {
 func ladderOf(l Ladder) ladder.Config {
 	return ladder.Config{Immediate: l.Immediate, Delays: l.Delays, Cap: l.Cap, Jitter: l.Jitter, Stable: l.Stable}
 }
+
+// CHS-2: fault injection exists only in the chaos build. Elsewhere
+// chaos.enabled: true is a config error that says so, with its line (or
+// its variable); the chaos build accepts it.
+func TestChaosEnabledNeedsTheChaosBuild(t *testing.T) {
+	_, p, err := load(t, "log: {level: info}\nchaos:\n  enabled: true\n")
+	es := errorsOf(t, err)
+	if len(es) != 1 || es[0].Key != "chaos.enabled" || es[0].Line != 3 || !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "built without -tags chaos") {
+		t.Fatalf("error %v", err)
+	}
+	c, _, err := LoadWith(p, Overrides{ChaosBuild: true})
+	if err != nil || !c.Chaos.Enabled {
+		t.Fatalf("the chaos build: %v %v", c, err)
+	}
+	if c := mustLoad(t, "chaos: {enabled: false}\n"); c.Chaos.Enabled {
+		t.Fatal("chaos.enabled: false enabled chaos")
+	}
+	t.Setenv("ENGENHO_CHAOS_ENABLED", "true")
+	_, p, err = load(t, "log: {level: info}\n")
+	if es := errorsOf(t, err); len(es) != 1 || es[0].Env != "ENGENHO_CHAOS_ENABLED" || !strings.Contains(err.Error(), "built without -tags chaos") {
+		t.Fatalf("from the environment: %v", err)
+	}
+	if _, _, err := LoadWith(p, Overrides{ChaosBuild: true}); err != nil {
+		t.Fatalf("the chaos build, from the environment: %v", err)
+	}
+}

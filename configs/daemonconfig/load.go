@@ -23,6 +23,10 @@ type Overrides struct {
 	// DataDir is --data-dir; a relative path is relative to the working
 	// directory, as usual for a flag.
 	DataDir string
+	// ChaosBuild says the binary was built with fault injection (-tags
+	// chaos, CHS-2). Without it chaos.enabled: true is an error: there are
+	// no hooks to enable.
+	ChaosBuild bool
 }
 
 // Load reads the config file at path once, applies environment overrides
@@ -67,9 +71,10 @@ func unwrapPathError(err error) error {
 
 // parser holds one parse: where each key is in the file, and the problems.
 type parser struct {
-	file  string
-	lines map[string]int // dotted key (list items as key[i]) -> line
-	errs  Errors
+	file       string
+	lines      map[string]int // dotted key (list items as key[i]) -> line
+	errs       Errors
+	chaosBuild bool // Overrides.ChaosBuild
 }
 
 func (p *parser) fail(line int, key string, kind error, format string, args ...any) {
@@ -97,7 +102,7 @@ func (p *parser) failKey(key string, format string, args ...any) {
 
 // parse turns the file's bytes into a validated Config.
 func parse(file string, raw []byte, o Overrides) (*Config, error) {
-	p := &parser{file: file, lines: map[string]int{}}
+	p := &parser{file: file, lines: map[string]int{}, chaosBuild: o.ChaosBuild}
 	root, err := p.document(raw)
 	if err != nil {
 		return nil, err

@@ -59,6 +59,10 @@ func (p *parser) validate(c *Config) {
 	if c.Journal.Events.MaxAge < 0 {
 		p.failKey("journal.events.max_age", "must not be negative (0 means no bound), got %s", c.Journal.Events.MaxAge)
 	}
+	if c.Chaos.Enabled && !p.chaosBuild {
+		p.failKey("chaos.enabled", "this engenho was built without -tags chaos: it has no fault hooks to enable; "+
+			"set it false or remove it, or run the chaos build (go build -tags chaos ./cmd/engenho)")
+	}
 }
 
 func (p *parser) validateNode(c *Config) {

@@ -34,7 +34,7 @@ func (d *Daemon) openStore(s Settings) (objstore.Store, string, func() error, er
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("object store: %w", err)
 	}
-	return d.chaosStore(s, store, prefix), prefix, closeFn, nil
+	return d.wrapStore(s, store, prefix), prefix, closeFn, nil
 }
 
 // activatorEnv is what the activator needs of the node (ACT-*).

@@ -212,7 +212,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 		if err != nil {
 			return fail(fmt.Errorf("process driver: %w", err))
 		}
-		drvs[p.Name()] = d.chaosDriver(s, p)
+		drvs[p.Name()] = d.wrapDriver(s, p)
 		closers = append(closers, p.Close)
 	}
 	if s.Incus.Enabled {
@@ -222,7 +222,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 		if err != nil {
 			return fail(fmt.Errorf("incus driver: %w", err))
 		}
-		drvs[in.Name()] = d.chaosDriver(s, in)
+		drvs[in.Name()] = d.wrapDriver(s, in)
 		closers = append(closers, in.Close)
 	}
 	store, prefix, closeStore, err := d.openStore(s)
@@ -262,6 +262,7 @@ func (d *Daemon) startTree() (func(), error) {
 		exited: make(chan messages.ChildExited, 1), draining: make(chan struct{})}
 	rt.balancer = balancer.New(balancer.Options{Clock: d.clk, Logger: d.log.With().Str("part", "balancer").Logger()})
 	rt.sys = supervise.NewSystem(engine, d.clk, d.log.Logger)
+	rt.sys.AllowInjectPanic = d.allowInjectPanic(s)
 	rt.sys.OnRootExit = func(m messages.ChildExited) { rt.rootExited(d, m) }
 	env := service.Env{
 		Driver: func(name string) (drivers.Driver, bool) {

@@ -39,6 +39,9 @@ type Options struct {
 	Load func(path, dataDir string) (Settings, daemonconfig.Digest, error)
 	// NoSignals leaves signal handling to the caller (tests).
 	NoSignals bool
+	// Hooks put fault injection in (the chaos build only); nil in the
+	// shipped binary.
+	Hooks *Hooks
 }
 
 // Snapshot is the daemon's published status; readers never wait on the
@@ -99,7 +102,10 @@ func New(opts Options) (*Daemon, error) {
 		opts.Clock = clock.New()
 	}
 	if opts.Load == nil {
-		opts.Load = LoadConfig
+		chaosBuild := opts.Hooks != nil
+		opts.Load = func(path, dataDir string) (Settings, daemonconfig.Digest, error) {
+			return LoadConfig(path, dataDir, chaosBuild)
+		}
 	}
 	if opts.Log == nil {
 		opts.Log = logging.New(io.Discard, "json", zerolog.InfoLevel)

@@ -267,6 +267,9 @@ func (h *handler) Reinit(ctx context.Context, args control.ReinitArgs) (control.
 }
 
 func (h *handler) Chaos(ctx context.Context, args control.ChaosArgs) (control.ChaosResult, error) {
+	if h.d.opts.Hooks == nil {
+		return control.ChaosResult{}, control.Errorf(control.CodeRefused, "%s", errNoChaos)
+	}
 	if !h.d.settingsNow().ChaosEnabled {
 		return control.ChaosResult{}, control.Errorf(control.CodeRefused, "chaos is not enabled on this daemon (chaos.enabled: true)")
 	}

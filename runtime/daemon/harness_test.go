@@ -54,6 +54,8 @@ type node struct {
 	// launcher, when set, runs the daemon: the daemon's argv is appended
 	// to it (a shell that sets variables and execs it, keeping its pid).
 	launcher []string
+	// flags are more `engenho daemon` flags.
+	flags []string
 }
 
 const baseConfig = `data_dir: data
@@ -95,6 +97,7 @@ func (n *node) start(want string) {
 	n.t.Helper()
 	n.log = &lockedBuffer{}
 	argv := append(append([]string{}, n.launcher...), bin, "daemon", "--config", n.config, "--log-format", "json")
+	argv = append(argv, n.flags...)
 	n.cmd = exec.Command(argv[0], argv[1:]...)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -107,9 +107,10 @@ func restartNeeded(old, s Settings) []string {
 }
 
 // LoadConfig reads and resolves a daemon config file; dataDir, when set,
-// is the --data-dir flag.
-func LoadConfig(path, dataDir string) (Settings, daemonconfig.Digest, error) {
-	c, dg, err := daemonconfig.LoadWith(path, daemonconfig.Overrides{DataDir: dataDir})
+// is the --data-dir flag. chaosBuild says the daemon has fault hooks
+// (Options.Hooks): without them chaos.enabled: true is a config error.
+func LoadConfig(path, dataDir string, chaosBuild bool) (Settings, daemonconfig.Digest, error) {
+	c, dg, err := daemonconfig.LoadWith(path, daemonconfig.Overrides{DataDir: dataDir, ChaosBuild: chaosBuild})
 	if err != nil {
 		return DefaultSettings(), dg, err
 	}

@@ -61,6 +61,7 @@ func New(o Options) (*Tree, error) {
 		Store: NewMemStore(), exited: make(chan messages.ChildExited, 1)}
 	t.Ports = NewPorts()
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)
+	t.Sys.AllowInjectPanic = true // tests inject panics by path (CHS-2)
 	t.Sys.OnRootExit = func(m messages.ChildExited) { t.exited <- m }
 	drv := o.Driver
 	t.Env = service.Env{
