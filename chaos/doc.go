@@ -8,4 +8,9 @@
 // `smoke` and the self-test scenarios). The in-daemon fault hooks are in
 // chaos/inject. `engenho chaos run` is the command line; docs/chaos.md the
 // operator's guide.
+//
+// Layer: chaos, above runtime/: it starts daemons (the chaos build of the
+// binary) and talks to them over runtime/control. It imports its
+// subpackages and any layer below. No untagged file outside chaos/ imports
+// it: only cmd/engenho's files tagged chaos do.
 package chaos

@@ -2,4 +2,7 @@
 // backend meets (spec DRV-1) and its typed errors. The backends live in
 // subpackages: process (the embedded default), incus, fake; drivertest is the
 // conformance suite they all pass (DRV-2); objstore holds the object stores.
+//
+// Layer: drivers (everything that touches the OS). It imports drivers/clock
+// only; its subpackages import it.
 package drivers

@@ -18,4 +18,8 @@
 // The activator keeps the latest definition of every host in a memo that
 // survives its own restarts, so a restarted activator rebuilds its hosts
 // without waiting for the next deployment.
+//
+// Layer: actors. Of the actors it imports supervise and its child host,
+// plus the layers below; its ports (Journal, host.Routes, Emitter,
+// Metrics) are filled by runtime/daemon.
 package activator

@@ -22,4 +22,9 @@
 // release. A stop not proven keeps the lease and is retried by the sweep;
 // a failed release is owed (journal) and retried. A lost lease never
 // checkpoints again (ACT-6).
+//
+// Layer: actors. Of the actors it imports supervise and its child sidecar,
+// plus the layers below; its Gate and Route are read by runtime/edge, and
+// its ports (Journal, Routes, Emitter, Metrics) are filled by
+// runtime/daemon.
 package host

@@ -4,4 +4,7 @@
 // Step(config, state, event, now) returns the new state and the effects the
 // actor shell performs: driver calls in goroutines bounded by the step
 // timeout, probes, timers on the clock, watches and events.
+//
+// Layer: actors (a leaf: no children). It imports supervise,
+// supervise/ladder and the layers below (messages, configs, drivers).
 package replica

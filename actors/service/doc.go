@@ -7,4 +7,8 @@
 //
 // The decisions are a pure planner (core.go): Plan(state, now) returns the
 // new state and the actions the actor shell performs.
+//
+// Layer: actors. Of the actors it imports supervise and its child replica,
+// plus the layers below. Its ports (Ports, Store, the Emitter) are
+// interfaces that runtime/daemon fills.
 package service

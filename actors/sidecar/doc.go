@@ -15,4 +15,7 @@
 // (a hibernating worker then parks until its due time). A run longer than
 // max_run is recycled: stopped (SIGTERM, grace, kill) and started again at
 // once, without a backoff.
+//
+// Layer: actors (a leaf: no children). It imports supervise and the layers
+// below (messages, configs, drivers).
 package sidecar

@@ -25,4 +25,17 @@
 //     the budget its supervisor enforces.
 //   - Each incarnation gets a fresh generation number in its PID, so a late
 //     message from an earlier one never reaches its successor.
+//
+// Snapshots, not questions (SUP-3): Tree holds every live actor's node and
+// Board the latest status of every stack, service and replica. The actors
+// write them; the control socket, metrics and the edge copy from them
+// without ever asking, or waiting on, an actor. They live here, with their
+// writers.
+//
+// A cell panics on messages.InjectPanic (a chaos fault) only when the
+// System allows it (AllowInjectPanic, set by the chaos build's hooks).
+//
+// Layer: actors, the bottom of it. It imports supervise/ladder, messages
+// and drivers/clock; every actor imports it, and runtime/ reads its Tree and
+// Board.
 package supervise

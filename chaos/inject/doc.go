@@ -13,4 +13,8 @@
 // Planted bugs (for the suite's self-test, CHS acceptance) are read from
 // ENGENHO_CHAOS_PLANT when the registry is made: they only exist in a
 // daemon with chaos enabled and that variable set.
+//
+// Layer: chaos. It imports drivers, drivers/objstore, drivers/objstore/lease
+// and drivers/clock. Only chaos/ and files tagged chaos import chaos
+// packages (cmd/engenho/chaos_hooks.go puts these hooks in the daemon).
 package inject

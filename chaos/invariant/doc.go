@@ -9,4 +9,6 @@
 // replica restarted by a fault aimed elsewhere), reported at once, or a
 // liveness one (the node has not converged yet), reported only when it
 // outlasts the fault's recovery bound.
+//
+// Layer: chaos. It imports chaos/inject, messages and drivers.
 package invariant

@@ -7,4 +7,6 @@
 // number); the campaign resolves them against the live daemon when the
 // fault is injected, so a replay hits the same kinds of target in the
 // same order.
+//
+// Layer: chaos. It imports nothing from the module.
 package schedule

@@ -31,4 +31,8 @@
 //
 // Everything here is pure: no I/O besides ParseFile reading its file, no
 // goroutines, no clocks.
+//
+// Layer: configs. It imports drivers (driver names and specs) and
+// drivers/probe (Service.ProbeConfig), nothing above; messages carries its
+// Service and Stack.
 package stackfile

@@ -21,4 +21,6 @@
 //
 // It scales to tens of thousands of instances: no goroutine per instance,
 // one mutex, watches kept in maps, a timer only while a program sleeps.
+//
+// Layer: drivers. It imports drivers and drivers/clock only.
 package fake

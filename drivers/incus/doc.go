@@ -12,4 +12,7 @@
 // keys, published ports proxy devices on host loopback. Watch is a poller
 // (one goroutine per Driver). setup.sh installs and starts a local incusd
 // with a busybox image for tests and CI.
+//
+// Layer: drivers. It imports drivers and drivers/clock only (its own REST
+// client, not the incus Go module).
 package incus

@@ -12,4 +12,7 @@
 // Errors are *drivers.Error values whose kind is one of ErrNotFound,
 // ErrPreconditionFailed, ErrTransient or ErrInvalid; match them with
 // errors.Is.
+//
+// Layer: drivers. It imports the drivers package only (its error kinds);
+// its backends, lease and checkpoint import it.
 package objstore

@@ -15,4 +15,8 @@
 // actor: Tracker.UnhealthyObservations counts consecutive counted results
 // observed while unhealthy, and RestartWarranted applies the SUP-14 threshold
 // (2 such observations; starting never counts; probe errors change nothing).
+//
+// Layer: drivers. It imports drivers (exec probes run through
+// drivers.Driver) and drivers/clock; configs/stackfile and messages import
+// its Config and Result.
 package probe

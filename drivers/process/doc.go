@@ -24,4 +24,6 @@
 // SIGCHLD with wait4(-1), which would also reap a child started any other
 // way (os/exec and the like) and make its Wait fail. Tests that do not call
 // BecomeSubreaper may use os/exec freely.
+//
+// Layer: drivers. It imports drivers and drivers/clock only.
 package process

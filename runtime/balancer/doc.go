@@ -16,4 +16,7 @@
 //
 // Every connection costs two goroutines (one per direction) and a port one
 // more for its accept loop; Close stops them all.
+//
+// Layer: runtime. It imports drivers/clock only; runtime/daemon adapts it
+// to service.Ports.
 package balancer

@@ -23,4 +23,8 @@
 //
 // docs/control.md is the operator's reference: every op, its args and
 // result, the error codes, the limits and the CLI.
+//
+// Layer: runtime. It imports runtime/lifecycle, actors/supervise (tree
+// nodes), messages, configs/stackfile and drivers/clock; chaos/ and
+// cmd/engenho use its client.
 package control

@@ -16,4 +16,6 @@
 // Markers are written atomically (temp file, fsync, rename, fsync of the
 // directory), so a crash leaves either the old or the new marker. Every
 // change (markers, attic moves) requires holding the lock; reads do not.
+//
+// Layer: runtime. It imports drivers/clock only.
 package datadir

@@ -11,9 +11,9 @@
 //   - Any other host gets 404: never another host's backend.
 //
 // Nothing on the request path waits on a busy actor. Routes are a published
-// copy-on-write Table; each hibernating host has a Gate, a lock-free
-// admission word the host actor opens when it serves and closes when it goes
-// to sleep. A request enters the gate (one atomic compare-and-swap) before it
+// copy-on-write Table; each hibernating host has a Gate (actors/host), a
+// lock-free admission word the host actor opens when it serves and closes
+// when it goes to sleep. A request enters the gate (one atomic compare-and-swap) before it
 // is proxied and leaves it when its response, or its upgraded connection (a
 // WebSocket), has ended, so the host's in-flight count is exact and the host
 // can close the gate only when nothing is in flight (ACT-7). Requests marked
@@ -22,4 +22,8 @@
 //
 // Request headers and bodies are bounded (SEC-4): MaxHeaderBytes (64 KiB)
 // and MaxBodyBytes (64 MiB) by default.
+//
+// Layer: runtime. It imports actors/host (Gate, Route) and
+// actors/supervise (the status Board), which it reads and never waits on,
+// plus messages, configs/stackfile and drivers/clock.
 package edge

@@ -15,4 +15,7 @@
 // and age and runs badger's value-log garbage collection.
 //
 // See docs/journal.md for the key layout and the guarantees in detail.
+//
+// Layer: runtime. It imports messages (the records it keeps) and
+// drivers/clock; the actors reach it only through their own ports.
 package journal

@@ -16,4 +16,7 @@
 //
 // The full transition table, with the choices made where the spec is silent,
 // is in docs/daemon.md (section Lifecycle) and in step_table_test.go.
+//
+// Layer: runtime. It imports nothing from the module (a pure state machine);
+// runtime/control and runtime/daemon import it.
 package lifecycle

@@ -2,4 +2,6 @@
 // lines when stderr is not a terminal, a console format when it is, and a
 // level that can be changed while running. It also routes the log/slog
 // output of libraries (hollywood logs through slog) into the same logger.
+//
+// Layer: runtime. It imports nothing from the module.
 package logging

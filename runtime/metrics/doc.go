@@ -14,4 +14,6 @@
 // callers outside a known set are counted as "other".
 //
 // The reference of every metric is docs/metrics.md.
+//
+// Layer: runtime. It imports actors/supervise (tree nodes) and messages.
 package metrics

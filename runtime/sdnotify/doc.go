@@ -5,4 +5,6 @@
 // exit, STATUS=... for humans, WATCHDOG=1 pings when systemd set
 // WATCHDOG_USEC for this process. Without NOTIFY_SOCKET every call is a
 // no-op, so the daemon runs the same outside systemd.
+//
+// Layer: runtime. It imports nothing from the module.
 package sdnotify

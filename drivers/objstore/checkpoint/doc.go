@@ -39,4 +39,7 @@
 // Fresh compares a marker beside the data directory (DIR.checkpoint) with
 // the current checkpoint, so a warm local copy is used only if it is the
 // state the manifest points at (this node saved or restored it last).
+//
+// Layer: drivers. It imports drivers/objstore, drivers/objstore/lease and
+// drivers/clock.
 package checkpoint

@@ -9,4 +9,6 @@
 //
 // ETags are drawn from a generator seeded by Options.Seed, and random faults
 // from another, so a run is repeatable for a given seed and call order.
+//
+// Layer: drivers. It imports drivers/objstore and drivers/clock.
 package fake

@@ -21,4 +21,6 @@
 // current object's header, renames the temp file into place and fsyncs the
 // directory. Readers take no lock: an open file keeps the content it had, so
 // a Get always sees one whole object and its matching ETag.
+//
+// Layer: drivers. It imports drivers, drivers/objstore and drivers/clock.
 package fs

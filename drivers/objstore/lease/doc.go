@@ -30,4 +30,7 @@
 // The decisions are the pure function Decide; Manager and Lease are the thin
 // shell doing the reads and writes, with every timestamp from a
 // clock.Clock.
+//
+// Layer: drivers. It imports drivers/objstore and drivers/clock; the host
+// actor, checkpoint and chaos/inject import it.
 package lease

@@ -13,4 +13,6 @@
 // type Secret, which prints, marshals and logs as "[redacted]", an endpoint
 // with user info is refused, and the SDK's own logging carries no headers
 // (SEC-2).
+//
+// Layer: drivers. It imports drivers/objstore only (and the AWS SDK).
 package s3

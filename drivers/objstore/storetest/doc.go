@@ -6,4 +6,7 @@
 // among concurrent conditional writers, a failed upload that keeps the old
 // object, large (multipart) objects, list by prefix, typed errors and
 // cancellation.
+//
+// Layer: drivers. It imports drivers/objstore only; the stores' tests
+// import it.
 package storetest

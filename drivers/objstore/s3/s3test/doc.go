@@ -3,4 +3,7 @@
 // environment (MinIO from .ci/minio.sh). A test that needs the real server
 // calls Real, which skips on a laptop without it and fails when
 // ENGENHO_REQUIRE names s3 (CI).
+//
+// Layer: drivers. It imports drivers/drivertest, drivers/objstore and
+// drivers/objstore/s3; tests import it.
 package s3test
