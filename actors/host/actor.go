@@ -40,7 +40,8 @@ type Metrics interface {
 	LeaseOp(op, outcome string)
 }
 
-// Routes is where a host publishes its edge route (an *edge.Table).
+// Routes is where a host publishes its edge route: the node passes
+// runtime/edge's Table, which reads the routes and the gates in them.
 type Routes interface {
 	SetHost(Route)
 	RemoveHost(host string, pid *actor.PID)
