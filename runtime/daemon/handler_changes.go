@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/engenho/engenho/drivers"
@@ -14,22 +14,19 @@ import (
 	"github.com/engenho/engenho/runtime/stackfile"
 )
 
-// Apply parses every file first: one bad file refuses the whole request
-// and nothing changes (SVC-2). Then each stack is validated and recorded
-// (SVC-5); with Wait, progress streams until the changed services converge
-// or one fails.
+// Apply parses and validates every file first, and answers with every
+// problem of every file at once: one bad file refuses the whole request
+// and nothing changes (SVC-1, SVC-2). Then each stack is recorded (SVC-5);
+// with Wait, progress streams until the changed services converge or one
+// fails.
 func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress func(control.ApplyProgress) error) (control.ApplyResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ApplyResult{}, err
 	}
-	var stacks []*stackfile.Stack
-	for _, f := range args.Files {
-		st, err := stackfile.Parse(filepath.Base(f.Name), []byte(f.Content))
-		if err != nil {
-			return control.ApplyResult{}, control.Errorf(control.CodeInvalid, "%v", err)
-		}
-		stacks = append(stacks, st)
+	stacks, err := vetFiles(ctx, rt, args.Files)
+	if err != nil {
+		return control.ApplyResult{}, err
 	}
 	res := control.ApplyResult{DryRun: args.DryRun}
 	since := rt.journal.LastSeq()
@@ -51,6 +48,42 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 		return res, nil
 	}
 	return h.waitConverged(ctx, rt, res, since, progress)
+}
+
+// vetFiles parses every file and validates every stack against the node
+// and against the others, collecting every problem before anything is
+// recorded. A file that does not parse still has its well-formed services
+// checked against the node (stackfile.ValidateRest).
+func vetFiles(ctx context.Context, rt *runtime, files []control.ApplyFile) ([]*stackfile.Stack, error) {
+	var (
+		stacks []*stackfile.Stack
+		errs   []error
+	)
+	for _, f := range files {
+		st, err := stackfile.Parse(f.Name, []byte(f.Content))
+		if err != nil {
+			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
+			continue
+		}
+		stacks = append(stacks, st)
+	}
+	for _, st := range stacks {
+		if _, err := rt.deployer.Apply(ctx, st, "", true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, stackfile.ValidateTogether(stacks)...)
+	switch len(errs) {
+	case 0:
+		return stacks, nil
+	case 1:
+		return nil, errCode(errs[0])
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return nil, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
 }
 
 // waitConverged follows the changed services until every one converges or

@@ -216,7 +216,11 @@ func (w *walker) envItem(env Env, item *yaml.Node, itemPath, path string) {
 		return
 	}
 	if _, dup := env[name]; dup {
-		w.problem(item, key, ErrValue, "variable given twice")
+		if at, ok := w.pos[key]; ok {
+			w.problem(item, key, ErrValue, "variable given twice (first at line %d)", at.line)
+		} else {
+			w.problem(item, key, ErrValue, "variable given twice")
+		}
 		return
 	}
 	w.at(item, key)
