@@ -24,6 +24,7 @@ import (
 	"github.com/engenho/engenho/runtime/journal"
 	"github.com/engenho/engenho/runtime/lifecycle"
 	"github.com/engenho/engenho/runtime/metrics"
+	"github.com/engenho/engenho/runtime/nodekey"
 	"github.com/engenho/engenho/runtime/stackfile"
 	"github.com/engenho/engenho/runtime/status"
 )
@@ -203,12 +204,16 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 		}
 		return nil, err
 	}
+	key, err := nodekey.LoadOrCreate(d.dir.NodeKeyPath())
+	if err != nil {
+		return fail(fmt.Errorf("%w (secret env values in the journal and the instances' state files are sealed with it)", err))
+	}
 	if s.Process.Enabled {
 		if err := process.BecomeSubreaper(); err != nil {
 			d.log.Warn().Err(err).Msg("cannot become child subreaper; orphaned grandchildren will go to init")
 		}
 		p, err := process.New(process.Options{Dir: d.dir.Root(), Clock: d.clk, Logger: d.log.With().Str("driver", "process").Logger(),
-			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles})
+			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles, Sealer: key})
 		if err != nil {
 			return fail(fmt.Errorf("process driver: %w", err))
 		}
@@ -231,7 +236,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	}
 	closers = append(closers, closeStore)
 	j := d.parts.journal
-	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j})
+	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j, key: key}, key)
 	m := d.metrics
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
 	desired, removing, err := dep.Desired()
@@ -359,6 +364,8 @@ func (d *Daemon) applyConfigStacks() {
 		st, err := stackfile.ParseFile(path)
 		if err == nil {
 			_, err = rt.deployer.Apply(context.Background(), st, path, false)
+		} else {
+			err = stackfile.ValidateRest(context.Background(), err, rt.deployer.node)
 		}
 		if err != nil {
 			d.log.Error().Err(err).Str("file", path).Msg("stack file refused")

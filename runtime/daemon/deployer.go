@@ -34,14 +34,19 @@ type Deployer struct {
 	mu      sync.Mutex
 	journal *journal.Journal
 	node    stackfile.Node
-	send    func(msg any) // to the root; nil while the tree is down
+	// key seals secret env values in the journal and binds revisions to
+	// the node (SEC-2).
+	key  stackfile.NodeKey
+	send func(msg any) // to the root; nil while the tree is down
 	// observe, when set, is told how long each synced intent write took.
 	observe func(time.Duration)
 }
 
-// NewDeployer returns a deployer over j; node validates new definitions.
-func NewDeployer(j *journal.Journal, node stackfile.Node) *Deployer {
-	return &Deployer{journal: j, node: node}
+// NewDeployer returns a deployer over j; node validates new definitions;
+// key is the node key (runtime/nodekey) that keeps secret env values
+// sealed in the journal.
+func NewDeployer(j *journal.Journal, node stackfile.Node, key stackfile.NodeKey) *Deployer {
+	return &Deployer{journal: j, node: node, key: key}
 }
 
 // Attach connects the deployer to a running tree (nil detaches).
@@ -86,6 +91,11 @@ func (d *Deployer) Desired() ([]messages.ApplyStack, []string, error) {
 func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) ([]stackfile.Change, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Revisions hash the node key's digest of each secret, as the
+	// definitions read back from the journal do (SEC-2).
+	if err := st.BindSecrets(d.key); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", st.Name, err)
+	}
 	cur, found, err := d.current(st.Name)
 	if err != nil {
 		return nil, err
@@ -95,7 +105,7 @@ func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string
 	}
 	var curDef *stackfile.Stack
 	if found {
-		if curDef, err = stackfile.Unmarshal(cur.Current.Definition); err != nil {
+		if curDef, err = stackfile.Unmarshal(cur.Current.Definition, d.key); err != nil {
 			return nil, fmt.Errorf("stack %s: reading the current deployment: %w", st.Name, err)
 		}
 	}
@@ -136,7 +146,7 @@ func baseRevision(rev string) string {
 }
 
 func (d *Deployer) record(st *stackfile.Stack, revs map[string]string, source string) error {
-	def, err := stackfile.Marshal(st)
+	def, err := stackfile.Marshal(st, d.key)
 	if err != nil {
 		return fmt.Errorf("stack %s: %w", st.Name, err)
 	}
@@ -166,7 +176,7 @@ func (d *Deployer) Remove(stack string) error {
 		return err
 	}
 	if cur.Current.Source != SourceRemove {
-		def, err := stackfile.Unmarshal(cur.Current.Definition)
+		def, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
 		if err != nil {
 			return fmt.Errorf("stack %s: %w", stack, err)
 		}
@@ -216,7 +226,7 @@ func (d *Deployer) change(stack, service string, edit func(*stackfile.Stack, map
 	if err != nil {
 		return err
 	}
-	st, err := stackfile.Unmarshal(cur.Current.Definition)
+	st, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
 	if err != nil {
 		return fmt.Errorf("stack %s: %w", stack, err)
 	}
@@ -260,7 +270,7 @@ func (d *Deployer) SetStopped(stack, service string, stopped bool) error {
 	if err != nil {
 		return err
 	}
-	st, err := stackfile.Unmarshal(cur.Current.Definition)
+	st, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
 	if err != nil {
 		return err
 	}
@@ -311,13 +321,13 @@ func (d *Deployer) mustCurrent(stack string) (journal.StackState, error) {
 
 // applyMessage turns a journal record into the tree's message.
 func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, error) {
-	cur, err := deployment(st.Current)
+	cur, err := d.deployment(st.Current)
 	if err != nil {
 		return messages.ApplyStack{}, err
 	}
 	m := messages.ApplyStack{Stack: st.Stack, Current: cur, Stopped: map[string]bool{}}
 	if st.Previous != nil {
-		prev, err := deployment(*st.Previous)
+		prev, err := d.deployment(*st.Previous)
 		if err != nil {
 			return m, err
 		}
@@ -335,8 +345,8 @@ func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, err
 	return m, nil
 }
 
-func deployment(dep journal.Deployment) (messages.StackDeployment, error) {
-	st, err := stackfile.Unmarshal(dep.Definition)
+func (d *Deployer) deployment(dep journal.Deployment) (messages.StackDeployment, error) {
+	st, err := stackfile.Unmarshal(dep.Definition, d.key)
 	if err != nil {
 		return messages.StackDeployment{}, fmt.Errorf("deployment %d: %w", dep.ID, err)
 	}
@@ -351,7 +361,7 @@ func (d *Deployer) Stacks() ([]*stackfile.Stack, error) {
 	}
 	var out []*stackfile.Stack
 	for _, st := range states {
-		def, err := stackfile.Unmarshal(st.Current.Definition)
+		def, err := stackfile.Unmarshal(st.Current.Definition, d.key)
 		if err != nil {
 			return nil, fmt.Errorf("stack %s: %w", st.Stack, err)
 		}

@@ -50,15 +50,18 @@ func FuzzParse(f *testing.F) {
 		if err := st.Check(); err != nil {
 			t.Fatalf("accepted stack fails Check: %v", err)
 		}
-		data1, err := Marshal(st)
+		if err := st.BindSecrets(testKey); err != nil {
+			t.Fatalf("BindSecrets: %v", err)
+		}
+		data1, err := Marshal(st, testKey)
 		if err != nil {
 			t.Fatalf("Marshal: %v", err)
 		}
-		back, err := Unmarshal(data1)
+		back, err := Unmarshal(data1, testKey)
 		if err != nil {
-			t.Fatalf("Unmarshal(Marshal): %v\n%s", err, data1)
+			t.Fatalf("Unmarshal(Marshal, testKey): %v\n%s", err, data1)
 		}
-		data2, _ := Marshal(back)
+		data2, _ := Marshal(back, testKey)
 		if !bytes.Equal(data1, data2) {
 			t.Fatalf("round trip changed the stack")
 		}
