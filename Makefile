@@ -10,6 +10,9 @@
 GO        ?= go
 BIN       := cmd/engenho/engenho
 FUZZTIME  ?= 20s
+# Minimizing a new input may take the fuzzer up to a minute (its default),
+# longer than the whole FUZZTIME: keep it short so the time is spent fuzzing.
+FUZZMIN   ?= 2s
 BENCHTIME ?= 1x
 export GOFLAGS := -buildvcs=false
 
@@ -54,10 +57,10 @@ soak: build
 	$(BIN) chaos run --scenario soak --seed $${SEED:-$$(date +%s)} --faults $${FAULTS:-5000} --report chaos/reports/soak
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/stackfile/
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./runtime/config/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./runtime/control/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./drivers/objstore/lease/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./runtime/stackfile/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./runtime/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./runtime/control/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./drivers/objstore/lease/
 
 lint:
 	$(GO) vet ./...

@@ -106,6 +106,14 @@ func quote(s string) string {
 	return fmt.Sprintf("%s (%d characters)", strconv.Quote(s[:cut]+"..."), len(s))
 }
 
+// quotePath quotes a path whole unless it is longer than a path can be.
+func quotePath(s string) string {
+	if len(s) <= 4096 {
+		return strconv.Quote(s)
+	}
+	return quote(s)
+}
+
 // scalarString accepts a string, or a number or bool YAML typed as one
 // (`group: 1000`).
 func scalarString(v any) (string, bool) {

@@ -67,7 +67,7 @@ func resolveStacks(dir string, patterns []string) ([]string, []stackErr) {
 		}
 		matches, err := filepath.Glob(pat)
 		if err != nil {
-			errs = append(errs, stackErr{key, fmt.Sprintf("bad glob pattern %s", quote(pat))})
+			errs = append(errs, stackErr{key, fmt.Sprintf("bad glob pattern %s", quotePath(pat))})
 			continue
 		}
 		for _, m := range matches {

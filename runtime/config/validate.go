@@ -100,7 +100,7 @@ func (p *parser) validateStacks(c *Config) {
 			continue
 		}
 		if _, err := filepath.Match(s, ""); err != nil {
-			p.failKey(key, "bad glob pattern %s", quote(s))
+			p.failKey(key, "bad glob pattern %s", quotePath(s))
 		}
 	}
 }
@@ -143,7 +143,7 @@ func (p *parser) validateDrivers(c *Config) {
 	}
 	if in.RemoteURL == "" {
 		if !filepath.IsAbs(in.Socket) {
-			p.failKey("drivers.incus.socket", "must be an absolute path, got %s", quote(in.Socket))
+			p.failKey("drivers.incus.socket", "must be an absolute path, got %s", quotePath(in.Socket))
 		}
 		return
 	}

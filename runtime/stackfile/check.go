@@ -148,7 +148,7 @@ func (c *checker) env(p string, env Env) {
 	for _, k := range env.Keys() {
 		switch {
 		case !validEnvName(k):
-			c.add(p+"."+k, ErrValue, "invalid variable name (want [A-Za-z_][A-Za-z0-9_.-]*)")
+			c.add(join(p, k), ErrValue, "%s", envNameProblem(k))
 		case slices.Contains(reservedEnv, k):
 			c.add(p+"."+k, ErrValue, "%s is set by engenho for every instance", k)
 		case strings.ContainsRune(env[k].value, 0):

@@ -216,3 +216,12 @@ func quoteByte(s string, i int) string {
 	r, _ := utf8.DecodeRuneInString(s[i:])
 	return strconv.QuoteRune(r)
 }
+
+// envNameProblem says what is wrong with a variable name that is not
+// [A-Za-z_][A-Za-z0-9_.-]* of at most 256 bytes.
+func envNameProblem(s string) string {
+	if len(s) > 256 {
+		return fmt.Sprintf("invalid variable name: %d characters long, at most 256", len(s))
+	}
+	return "invalid variable name (want [A-Za-z_][A-Za-z0-9_.-]*)"
+}

@@ -173,13 +173,15 @@ func longKey(data []byte) (line, length int, ok bool) {
 		if len(l) <= yamlMaxKey {
 			continue
 		}
+		start := 0 // of the word being read
 		for j := 0; j < len(l); j++ {
-			if l[j] != ':' || j+1 < len(l) && l[j+1] != ' ' && l[j+1] != '\t' && l[j+1] != '\r' {
-				continue
-			}
-			start := strings.LastIndexAny(l[:j], " \t{[,") + 1
-			if k := strings.Trim(l[start:j], `"'`); len(k) > yamlMaxKey {
-				return i + 1, len(k), true
+			switch c := l[j]; {
+			case c == ' ' || c == '\t' || c == '{' || c == '[' || c == ',':
+				start = j + 1
+			case c == ':' && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t' || l[j+1] == '\r'):
+				if k := strings.Trim(l[start:j], `"'`); len(k) > yamlMaxKey {
+					return i + 1, len(k), true
+				}
 			}
 		}
 	}
