@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -180,5 +182,37 @@ func TestResolveStacksEveryMissing(t *testing.T) {
 		if e.Key != fmt.Sprintf("stacks[%d]", i) {
 			t.Errorf("error %d: key %s", i, e.Key)
 		}
+	}
+}
+
+// DMN-15, DMN-7: DataDirOf finds the data directory of a config that does
+// not load, as Load would resolve it, so the failed boot is served where
+// the operator looks.
+func TestDataDirOfBrokenConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "engenho.yaml", "data_dir: state\nlog: {level: loud}\nbogus: 1\n")
+	if _, _, err := Load(p); err == nil {
+		t.Fatal("the broken config loaded")
+	}
+	if got := DataDirOf(p, Overrides{}); got != dir+"/state" {
+		t.Errorf("DataDirOf = %s, want %s/state", got, dir)
+	}
+	if got := DataDirOf(p, Overrides{DataDir: "/flag"}); got != "/flag" {
+		t.Errorf("the flag: %s", got)
+	}
+	t.Setenv("ENGENHO_DATA_DIR", "/env")
+	if got := DataDirOf(p, Overrides{}); got != "/env" {
+		t.Errorf("the environment: %s", got)
+	}
+	t.Setenv("ENGENHO_DATA_DIR", "")
+	os.Unsetenv("ENGENHO_DATA_DIR")
+	for _, content := range []string{"", "[", "data_dir: [a]\n", "- a\n", "log: {}\n"} {
+		writeFile(t, dir, "engenho.yaml", content)
+		if got := DataDirOf(p, Overrides{}); got != Defaults().DataDir {
+			t.Errorf("%q: %s, want the default", content, got)
+		}
+	}
+	if got := DataDirOf(filepath.Join(dir, "missing.yaml"), Overrides{}); got != Defaults().DataDir {
+		t.Errorf("a missing file: %s", got)
 	}
 }

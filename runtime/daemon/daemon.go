@@ -106,12 +106,11 @@ func New(opts Options) (*Daemon, error) {
 	}
 	settings, dg, err := opts.Load(opts.ConfigPath, opts.DataDir)
 	if err != nil {
-		// Without a config the data directory is the flag's or the default;
-		// the boot reports the config error (DMN-7).
+		// Without a config the data directory is the flag's, else the one
+		// the file names (read on its own), else the default; the boot
+		// reports the config's errors there (DMN-7).
 		settings = DefaultSettings()
-		if opts.DataDir != "" {
-			settings.DataDir = opts.DataDir
-		}
+		settings.DataDir = config.DataDirOf(opts.ConfigPath, config.Overrides{DataDir: opts.DataDir})
 	}
 	dir, err := datadir.Open(settings.DataDir, opts.Clock)
 	if err != nil {
