@@ -241,6 +241,9 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
 	desired, removing, err := dep.Desired()
 	if err != nil {
+		if errors.Is(err, nodekey.ErrWrongKey) {
+			err = fmt.Errorf("%w; the journal's secret env values were sealed with another node key: put back %s from a backup of the data directory, or run `engenho reinit journal` and apply the stack files again", err, d.dir.NodeKeyPath())
+		}
 		return fail(fmt.Errorf("reading the desired state: %w", err))
 	}
 	return func() {

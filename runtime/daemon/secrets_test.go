@@ -201,3 +201,46 @@ func randomHex(t *testing.T, n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// SEC-2, REL-5: a node key that does not open the journal's secrets (the
+// key file was lost and a new one made) holds the boot failed with a
+// message that says what is wrong and what to do, without the secret;
+// the old key put back and `engenho retry` boot it and adopt the running
+// instance.
+func TestSEC2LostNodeKeyHolds(t *testing.T) {
+	secret := "s3cr3t-" + randomHex(t, 12)
+	n := newNode(t)
+	file := n.writeFile("vault.yaml", fmt.Sprintf("name: vault\nservices:\n  app:\n    command: [\"/bin/sh\", \"-c\", \"exec sleep 100000\"]\n    env: {PW: {value: %q, secret: true}}\n    stop_grace_period: 1s\n", secret))
+	n.start("running")
+	n.mustCLI("apply", file)
+	n.eventually("vault/app converged", 60*time.Second, func() bool { return converged(n.service("vault", "app")) })
+	before := instances(n.service("vault", "app"))
+	n.kill()
+	keyPath := filepath.Join(n.data(), "node.key")
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	n.start("failed")
+	out, _ := n.cli("status")
+	for _, w := range []string{"sealed with another node key", keyPath, "engenho reinit journal"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, secret) || strings.Contains(n.log.String(), secret) {
+		t.Error("the secret shows")
+	}
+	if err := os.WriteFile(keyPath, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.mustCLI("retry")
+	n.waitState("running")
+	n.eventually("vault/app adopted", 60*time.Second, func() bool {
+		s := n.service("vault", "app")
+		return converged(s) && fmt.Sprint(instances(s)) == fmt.Sprint(before)
+	})
+}
