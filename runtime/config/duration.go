@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// The bound and the shapes are the stack file's too
+// (runtime/stackfile/duration.go); the two parsers do not import each
+// other (the target layering puts them side by side), so keep
+// them in step.
+
 // MaxDuration bounds every duration in the config: nothing the daemon
 // waits for is longer, and the bound keeps sums and jittered products of
 // durations far from overflow.

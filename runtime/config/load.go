@@ -238,7 +238,8 @@ func (p *parser) syntaxIn(err error, raw []byte) *Error {
 const yamlMaxKey = 1024
 
 // longKey finds the first line holding a key (text before ": " or a
-// final ":") longer than yamlMaxKey.
+// final ":") longer than yamlMaxKey. The same scan is in runtime/stackfile/parse.go (the
+// two parsers do not import each other).
 func longKey(raw []byte) (line, length int, ok bool) {
 	for i, l := range strings.Split(string(raw), "\n") {
 		if len(l) <= yamlMaxKey {

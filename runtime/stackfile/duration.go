@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// The bound and the shapes are the daemon config's too
+// (runtime/config/duration.go); the two parsers do not import each other
+// (the target layering puts them side by side), so keep them in step.
+
 // MaxDuration bounds every duration in a stack file. Nothing a
 // supervisor waits for is longer, and the bound keeps sums and products
 // of durations (a rollout deadline, a jittered wait) far from overflow.

@@ -167,7 +167,8 @@ func (w *walker) syntaxError(err error, data []byte) {
 const yamlMaxKey = 1024
 
 // longKey finds the first line holding a key (text before ": " or a
-// final ":") longer than yamlMaxKey.
+// final ":") longer than yamlMaxKey. The same scan is in runtime/config/load.go (the
+// two parsers do not import each other).
 func longKey(data []byte) (line, length int, ok bool) {
 	for i, l := range strings.Split(string(data), "\n") {
 		if len(l) <= yamlMaxKey {
