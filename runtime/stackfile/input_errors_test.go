@@ -113,7 +113,7 @@ func TestDuplicateKeysSVC1(t *testing.T) {
 // cut short, and fits on a line; a key longer than YAML's 1024-character
 // limit gets its own message instead of the YAML library's misleading
 // "mapping values are not allowed in this context".
-func TestLongNamesSVC1(t *testing.T) {
+func TestLongNamesSVC1SEC3(t *testing.T) {
 	long := strings.Repeat("a", 10000)
 	mid := strings.Repeat("b", 100)
 	cases := []struct {
