@@ -37,12 +37,15 @@ bogus: 1
 		if !strings.Contains(out, w) {
 			t.Errorf("status does not show %q:\n%s", w, out)
 		}
+	}
+	n.writeConfig()
+	n.waitState("running")
+	n.stop() // the log is read once the process is done writing it
+	for _, w := range want {
 		if !strings.Contains(n.log.String(), strings.ReplaceAll(w, `"`, `\"`)) {
 			t.Errorf("the daemon's log does not show %q", w)
 		}
 	}
-	n.writeConfig()
-	n.waitState("running")
 }
 
 // SVC-1, SVC-2: `engenho apply` of several files answers with every
