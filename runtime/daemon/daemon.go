@@ -33,6 +33,9 @@ type Options struct {
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in stack files.
 	Bin string
 	Log *logging.Logger
+	// LogFormatFixed is set when --log-format chose Log's format: the
+	// config's log.format is then left alone (DMN-17).
+	LogFormatFixed bool
 	// Clock is the wall clock unless a test gives another.
 	Clock clock.Clock
 	// Load reads and resolves the config file; LoadConfig when nil.
@@ -105,6 +108,9 @@ func New(opts Options) (*Daemon, error) {
 		opts.Log = logging.New(io.Discard, "json", zerolog.InfoLevel)
 	}
 	settings, dg, err := opts.Load(opts.ConfigPath, opts.DataDir)
+	if err == nil && !opts.LogFormatFixed {
+		opts.Log.SetFormat(settings.LogFormat)
+	}
 	if err != nil {
 		// Without a config the data directory is the flag's or the default;
 		// the boot reports the config error (DMN-7).
