@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -282,12 +283,12 @@ func TestSVC20EventsFollowUntilInterrupted(t *testing.T) {
 		Feed:     make(chan messages.Event),
 	}
 	sock := daemonFake(t, f)
-	out, _, code := cli(t, sock, "", "events", "--since", "1")
+	out, _, code := cli(t, sock, "", "events", "--since", "2")
 	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "#2 ") {
-		t.Fatalf("events --since 1: %d %q", code, out)
+		t.Fatalf("events --since 2: %d %q", code, out)
 	}
 	if got := f.Calls()[0].Args; got != (control.EventsArgs{Since: 1}) {
-		t.Errorf("--since sent as %+v", got)
+		t.Errorf("--since 2 sent as %+v, want since 1 (the protocol's since is the last seen)", got)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -307,6 +308,41 @@ func TestSVC20EventsFollowUntilInterrupted(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("interrupted follow exit %d, want 0", code)
+	}
+}
+
+// SVC-20: `events --since N` starts at event N, N included (docs/control.md);
+// --since 0 and 1 show all that are kept. A multi-line message is one
+// escaped line in the table and the same string in --json.
+func TestSVC20EventsSinceIncludesN(t *testing.T) {
+	var log []messages.Event
+	for i := uint64(1); i <= 5; i++ {
+		log = append(log, messages.Event{Seq: i, Kind: "x.y", Level: "info", Message: fmt.Sprintf("event %d", i)})
+	}
+	log[3].Message = "probe said\nline two"
+	sock := daemonFake(t, &controltest.Fake{EventLog: log})
+	for since, want := range map[string][]uint64{"3": {3, 4, 5}, "5": {5}, "6": nil, "1": {1, 2, 3, 4, 5}, "0": {1, 2, 3, 4, 5}} {
+		out, errs, code := cli(t, sock, "", "--json", "events", "--since", since)
+		if code != 0 {
+			t.Fatalf("--since %s: %d %s", since, code, errs)
+		}
+		var got []uint64
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var e messages.Event
+			if line != "" && json.Unmarshal([]byte(line), &e) == nil && e.Kind != "" {
+				got = append(got, e.Seq)
+				if e.Seq == 4 && e.Message != "probe said\nline two" {
+					t.Errorf("--json changed the message: %q", e.Message)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("--since %s: events %v, want %v", since, got, want)
+		}
+	}
+	out, _, _ := cli(t, sock, "", "events", "--since", "4")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], `probe said\nline two`) {
+		t.Errorf("human events: %q", out)
 	}
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/messages"
@@ -208,6 +210,20 @@ func TestSVC20EventLine(t *testing.T) {
 	same(t, "event", formatEvent(e, time.UTC), "#12 2025-03-01 12:00:00.000 warn  health.unhealthy web/api web-api-2-x1: no healthy replica for 20s (a=1, b=2)")
 	same(t, "daemon event", formatEvent(messages.Event{Seq: 1, Level: messages.LevelInfo, Kind: messages.KindDaemonBooted, Message: "up"}, time.UTC),
 		"#1 1970-01-01 00:00:00.000 info  daemon.booted: up")
+}
+
+// SVC-20: probe output and workload text in an event stay on one line in
+// the human output: newlines, tabs, carriage returns and terminal escapes
+// are written as escapes, in the message and in the fields.
+func TestSVC20EventLineEscapesControlCharacters(t *testing.T) {
+	e := messages.Event{Seq: 11, UnixMs: now.UnixMilli(), Level: messages.LevelWarn, Kind: messages.KindReplicaRestarted, Stack: "b", Service: "sick",
+		Message: "unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1", Fields: map[string]string{"output": "a\nb", "path": `C:\dir`}}
+	got := formatEvent(e, time.UTC)
+	same(t, "escaped", got, `#11 2025-03-01 12:00:00.000 warn  replica.restarted b/sick: unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1 (output=a\nb, path=C:\dir)`)
+	if strings.ContainsFunc(got, unicode.IsControl) {
+		t.Errorf("a control character reached the terminal: %q", got)
+	}
+	same(t, "plain text untouched", escapeControl("héllo wörld ✓"), "héllo wörld ✓")
 }
 
 func TestFormatHelpers(t *testing.T) {
