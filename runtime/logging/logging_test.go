@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
