@@ -391,3 +391,46 @@ func TestDMN11SocketPathDefaults(t *testing.T) {
 	same(t, "env", path("/run/e.sock", "--data-dir", "/srv/e", "tree"), "/run/e.sock")
 	same(t, "flag", path("/run/e.sock", "tree", "--socket", "/tmp/x.sock"), "/tmp/x.sock")
 }
+
+// DMN-16: reconfigure says what the reload did. A refused config is exit 1
+// with every error the daemon listed, never "accepted"; a reload that
+// applied says so, key by key and stack by stack; outside running the
+// lifecycle's answer is shown as accepted.
+func TestDMN16ReconfigureSaysWhatHappened(t *testing.T) {
+	running := lifecycle.State{Name: lifecycle.Running, Epoch: 2}
+	var answer func() (control.ReconfigureResult, error)
+	f := &controltest.Fake{ReconfigureFunc: func() (control.ReconfigureResult, error) { return answer() }}
+	sock := daemonFake(t, f)
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{}, control.Errorf(control.CodeInvalid,
+			"config rejected, the daemon keeps running on the config it has:\n  /etc/engenho/web.yaml:5: services.api.bogus: unknown key\n  /etc/engenho/db.yaml:2: name: want a stack name")
+	}
+	out, errs, code := cli(t, sock, "", "reconfigure")
+	if code != 1 || strings.Contains(out+errs, "accepted") || !strings.Contains(errs, "web.yaml:5: services.api.bogus: unknown key") || !strings.Contains(errs, "db.yaml:2") {
+		t.Errorf("rejected: exit %d\n%s%s", code, out, errs)
+	}
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{State: running, Reloaded: true, Applied: []string{"log.level", "stack web: api update"}, NeedsRestart: []string{"edge.listen"}}, nil
+	}
+	out, errs, code = cli(t, sock, "", "reconfigure")
+	same(t, "reloaded", out, "config reloaded: running, epoch 2\napplied in place:\n  log.level\n  stack web: api update\nneeds a restart: edge.listen\n")
+	if code != 0 {
+		t.Errorf("reloaded: exit %d %s", code, errs)
+	}
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{State: running, Reloaded: true}, nil
+	}
+	if out, _, _ := cli(t, sock, "", "reconfigure"); !strings.Contains(out, "nothing to apply in place") {
+		t.Errorf("nothing changed: %q", out)
+	}
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{State: lifecycle.State{Name: lifecycle.Booting, Phase: lifecycle.PhaseResolveConfig}}, nil
+	}
+	if out, _, code := cli(t, sock, "", "reconfigure"); code != 0 || !strings.Contains(out, "reconfigure accepted: booting") {
+		t.Errorf("booting: %d %q", code, out)
+	}
+}

@@ -124,11 +124,18 @@ type LifecycleResult struct {
 	State lifecycle.State `json:"state"`
 }
 
-// ReconfigureResult answers reconfigure (DMN-16).
+// ReconfigureResult answers reconfigure (DMN-16). A config or stack file
+// that does not load is an `invalid` error instead, listing every problem;
+// nothing changed then.
 type ReconfigureResult struct {
 	State lifecycle.State `json:"state"`
-	// Applied lists what changed in place; NeedsRestart the settings that
-	// take effect only after a restart.
+	// Reloaded is set when the running daemon read the config and applied
+	// it now; unset, the lifecycle took the request its own way (a failed
+	// boot boots again, a boot in progress re-reads the config).
+	Reloaded bool `json:"reloaded,omitempty"`
+	// Applied lists what changed in place (keys, and one line per stack
+	// that changed); NeedsRestart the settings that take effect only after
+	// a restart or a relaunch.
 	Applied      []string `json:"applied,omitempty"`
 	NeedsRestart []string `json:"needs_restart,omitempty"`
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -24,7 +23,6 @@ import (
 	"github.com/engenho/engenho/runtime/journal"
 	"github.com/engenho/engenho/runtime/lifecycle"
 	"github.com/engenho/engenho/runtime/metrics"
-	"github.com/engenho/engenho/runtime/stackfile"
 	"github.com/engenho/engenho/runtime/status"
 )
 
@@ -341,39 +339,28 @@ func (d *Daemon) announceRunning(e lifecycle.AnnounceRunning) {
 	d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("running (epoch %d)", e.Epoch))
 	go d.applyConfigStacks()
 	if e.Reload {
-		go d.reconfigure()
+		go d.reconfigure(nil)
 	}
 }
 
-// applyConfigStacks applies the stack files the config lists. A file that
-// does not parse or validate is refused with an event; the rest apply and
-// the stack keeps its last good definition (DMN-15).
+// applyConfigStacks applies the stack files the config lists once the
+// runtime runs. A file that does not parse or validate is refused with a
+// config.rejected event and its stack keeps its last good definition; the
+// rest apply (DMN-15). A reload is stricter: all or nothing (reconfigure).
 func (d *Daemon) applyConfigStacks() {
 	rt := d.rt.Load()
 	if rt == nil {
 		return
 	}
-	listed := map[string]bool{}
-	for _, path := range d.settingsNow().StackFiles {
-		listed[path] = true
-		st, err := stackfile.ParseFile(path)
-		if err == nil {
-			_, err = rt.deployer.Apply(context.Background(), st, path, false)
-		}
-		if err != nil {
-			d.log.Error().Err(err).Str("file", path).Msg("stack file refused")
-			d.postEmit(messages.KindConfigRejected, messages.LevelError, strings.TrimSpace(err.Error()))
-		}
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	paths := d.settingsNow().StackFiles
+	stacks, errs := checkStackFiles(rt, paths)
+	for _, e := range errs {
+		d.log.Error().Str("error", e).Msg("stack file refused")
+		d.postEmit(messages.KindConfigRejected, messages.LevelError, "stack file refused, its stack keeps its last good definition: "+oneLine(e))
 	}
-	// A stack that came from a file the config no longer lists goes.
-	for _, st := range rt.deployer.Sources() {
-		if strings.HasPrefix(st.source, "/") && !listed[st.source] {
-			d.log.Info().Str("stack", st.stack).Str("file", st.source).Msg("stack file no longer listed; removing the stack")
-			if err := rt.deployer.Remove(st.stack); err != nil {
-				d.log.Error().Err(err).Str("stack", st.stack).Msg("removing an unlisted stack")
-			}
-		}
-	}
+	d.applyStacks(rt, stacks, paths)
 }
 
 // postEmit emits an event from a goroutine other than the loop.

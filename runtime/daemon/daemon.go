@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -70,6 +71,9 @@ type result struct {
 	state  lifecycle.State
 	err    error
 	detail string
+	// reload, when the step started a reload (ApplyConfig), gets its
+	// outcome.
+	reload <-chan reloadOutcome
 }
 
 // Daemon is one running engenho daemon.
@@ -90,6 +94,7 @@ type Daemon struct {
 	rt       atomic.Pointer[runtime] // the running runtime; nil while down
 	parts    *parts                  // what the boot phases built, owned by the loop
 	watch    *configWatch
+	reloadMu sync.Mutex // one reload (or boot's stack apply) at a time
 	control  *control.Server
 	ready    bool // READY=1 was sent
 	metrics  *metrics.Metrics
@@ -281,7 +286,9 @@ func (d *Daemon) perform(eff lifecycle.Effect, res *result) (int, bool) {
 	case lifecycle.AnnounceRunning:
 		d.announceRunning(e)
 	case lifecycle.ApplyConfig:
-		go d.reconfigure()
+		reply := make(chan reloadOutcome, 1)
+		res.reload = reply
+		go d.reconfigure(reply)
 	case lifecycle.StartDrain:
 		if d.state.Then == lifecycle.TargetExit {
 			d.sd.Stopping()

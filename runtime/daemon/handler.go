@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/engenho/engenho/messages"
@@ -219,9 +220,28 @@ func (h *handler) Exit(ctx context.Context) (control.LifecycleResult, error) {
 	return h.lifecycle(ctx, lifecycle.ExitRequested{Source: "operator"})
 }
 
+// Reconfigure reloads the config (DMN-16). While running it waits for the
+// reload and answers what it applied, or `invalid` with every error when
+// the config or a stack file it lists was refused (nothing changed then).
+// In other states the lifecycle decides (a failed boot retries, a boot in
+// progress marks its config stale) and the answer is the state.
 func (h *handler) Reconfigure(ctx context.Context) (control.ReconfigureResult, error) {
 	r, err := h.d.command(ctx, lifecycle.ReconfigureRequested{})
-	return control.ReconfigureResult{State: r.state}, err
+	res := control.ReconfigureResult{State: r.state}
+	if err != nil || r.reload == nil {
+		return res, err
+	}
+	select {
+	case out := <-r.reload:
+		if len(out.Rejected) > 0 {
+			return res, control.Errorf(control.CodeInvalid, "config rejected, the daemon keeps running on the config it has:\n  %s",
+				strings.Join(out.Rejected, "\n  "))
+		}
+		res.Reloaded, res.Applied, res.NeedsRestart = true, out.Applied, out.NeedsRestart
+		return res, nil
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
 }
 
 func (h *handler) RestartChild(_ context.Context, args control.RestartChildArgs) (control.RestartChildResult, error) {
