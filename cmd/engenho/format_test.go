@@ -241,3 +241,17 @@ func TestFormatHelpers(t *testing.T) {
 	same(t, "log chunk raw", formatLogChunk(control.LogChunk{Slot: 2, Text: "a\n"}, false), "a\n")
 	same(t, "intent", formatIntent(control.ServiceIntentResult{Stack: "web", Service: "api", Stopped: true}), "web/api: already stopped\n")
 }
+
+// SVC-17: remove and rollback print what they did, service by service,
+// with the deployment they recorded; a second remove says the stack is
+// already going. Never "no changes" when something changed.
+func TestSVC17RemoveAndRollbackSayWhatTheyDid(t *testing.T) {
+	removed := control.ChangeResult{Stack: "web", Deployment: "4", Changes: []stackfile.Change{
+		{Service: "api", Action: stackfile.ActionRemove, FromRevision: "aaaaaaaaaaaa", FromReplicas: 2}}}
+	same(t, "remove", formatRemove(removed), "removing stack web (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\n")
+	removed.AlreadyRemoving = true
+	same(t, "remove again", formatRemove(removed), "stack web is already being removed (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\n")
+	back := control.ChangeResult{Stack: "web", Deployment: "1", Changes: []stackfile.Change{
+		{Service: "api", Action: stackfile.ActionUpdate, FromRevision: "bbbbbbbbbbbb", ToRevision: "aaaaaaaaaaaa", FromReplicas: 2, ToReplicas: 2, Fields: []string{"command"}}}}
+	same(t, "rollback", formatRollback(back), "rolling back stack web to deployment 1:\nSERVICE  ACTION  REVISION                      REPLICAS  CHANGED\napi      update  bbbbbbbbbbbb -> aaaaaaaaaaaa  2         command\n")
+}

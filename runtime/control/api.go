@@ -247,11 +247,15 @@ type RemoveArgs struct {
 	Volumes bool   `json:"volumes,omitempty"`
 }
 
-// ChangeResult answers remove, rollback and redeploy with the changes made.
+// ChangeResult answers remove, rollback and redeploy with the changes made:
+// the deployment recorded and each service's change, as a plan shows it.
 type ChangeResult struct {
 	Stack      string             `json:"stack"`
 	Deployment string             `json:"deployment,omitempty"`
 	Changes    []stackfile.Change `json:"changes"`
+	// AlreadyRemoving answers a remove of a stack already being removed:
+	// nothing new was recorded, the removal goes on.
+	AlreadyRemoving bool `json:"already_removing,omitempty"`
 }
 
 // ScaleArgs sets a service's replica count (SVC-17).

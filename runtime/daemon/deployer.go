@@ -113,7 +113,7 @@ func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string
 			revs[name] = cur.Current.Revisions[name] // keep a redeploy's suffix
 		}
 	}
-	if err := d.record(st, revs, source); err != nil {
+	if _, err := d.record(st, revs, source); err != nil {
 		return changes, err
 	}
 	return changes, nil
@@ -135,10 +135,10 @@ func baseRevision(rev string) string {
 	return rev
 }
 
-func (d *Deployer) record(st *stackfile.Stack, revs map[string]string, source string) error {
+func (d *Deployer) record(st *stackfile.Stack, revs map[string]string, source string) (journal.StackState, error) {
 	def, err := stackfile.Marshal(st)
 	if err != nil {
-		return fmt.Errorf("stack %s: %w", st.Name, err)
+		return journal.StackState{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
 	start := time.Now()
 	state, err := d.journal.RecordDeployment(st.Name, journal.Deployment{Definition: def, Revisions: revs, Source: source})
@@ -146,36 +146,85 @@ func (d *Deployer) record(st *stackfile.Stack, revs map[string]string, source st
 		d.observe(time.Since(start))
 	}
 	if err != nil {
-		return fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
+		return state, fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
 	}
 	m, err := d.applyMessage(state)
 	if err != nil {
-		return err
+		return state, err
 	}
 	d.tell(m)
-	return nil
+	return state, nil
+}
+
+// Changed is what a remove, rollback or redeploy did: the deployment it
+// recorded and the changes service by service, as a plan shows them.
+type Changed struct {
+	Deployment uint64
+	Changes    []stackfile.Change
+	// Already is set when the request was in effect before (a stack
+	// already being removed); nothing new was recorded.
+	Already bool
+}
+
+// planDeployments compares two recorded deployments. Revisions come from
+// the journal, so a redeploy (same definition, new revision suffix) shows
+// as an update; to nil is a removal of every service.
+func planDeployments(from journal.Deployment, to *journal.Deployment) ([]stackfile.Change, error) {
+	fromDef, err := stackfile.Unmarshal(from.Definition)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %d: %w", from.ID, err)
+	}
+	var toDef *stackfile.Stack
+	var toRevs map[string]string
+	if to != nil {
+		if toDef, err = stackfile.Unmarshal(to.Definition); err != nil {
+			return nil, fmt.Errorf("deployment %d: %w", to.ID, err)
+		}
+		toRevs = to.Revisions
+	}
+	changes := stackfile.Plan(fromDef, toDef)
+	for i, c := range changes {
+		if r := from.Revisions[c.Service]; r != "" && c.FromRevision != "" {
+			c.FromRevision = r
+		}
+		if r := toRevs[c.Service]; r != "" && c.ToRevision != "" {
+			c.ToRevision = r
+		}
+		if c.FromRevision != "" && c.ToRevision != "" && c.FromRevision != c.ToRevision && c.Action != stackfile.ActionUpdate {
+			c.Action = stackfile.ActionUpdate
+		}
+		changes[i] = c
+	}
+	return changes, nil
 }
 
 // Remove records that the stack is going and tells the tree; the journal
-// forgets it once its actors have retired everything (Forget).
-func (d *Deployer) Remove(stack string) error {
+// forgets it once its actors have retired everything (Forget). It returns
+// every service as a removal.
+func (d *Deployer) Remove(stack string) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, err := d.mustCurrent(stack)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
-	if cur.Current.Source != SourceRemove {
+	out := Changed{Deployment: cur.Current.ID, Already: cur.Current.Source == SourceRemove}
+	if out.Changes, err = planDeployments(cur.Current, nil); err != nil {
+		return out, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	if !out.Already {
 		def, err := stackfile.Unmarshal(cur.Current.Definition)
 		if err != nil {
-			return fmt.Errorf("stack %s: %w", stack, err)
+			return out, fmt.Errorf("stack %s: %w", stack, err)
 		}
-		if err := d.record(def, cur.Current.Revisions, SourceRemove); err != nil {
-			return err
+		state, err := d.record(def, cur.Current.Revisions, SourceRemove)
+		if err != nil {
+			return out, err
 		}
+		out.Deployment = state.Current.ID
 	}
 	d.tell(messages.RemoveStack{Stack: stack})
-	return nil
+	return out, nil
 }
 
 // Forget drops a removed stack from the journal once the tree is done.
@@ -190,16 +239,17 @@ func (d *Deployer) Scale(stack, service string, n int) error {
 	if n < 0 {
 		return fmt.Errorf("scale %s/%s: replicas must not be negative, got %d", stack, service, n)
 	}
-	return d.change(stack, service, func(st *stackfile.Stack, revs map[string]string) {
+	_, err := d.change(stack, service, func(st *stackfile.Stack, revs map[string]string) {
 		svc := st.Services[service]
 		svc.Deploy.Replicas = n
 		st.Services[service] = svc
 	})
+	return err
 }
 
 // Redeploy records a deployment that replaces every instance of service
 // although its definition is the same (SVC-17).
-func (d *Deployer) Redeploy(stack, service string) error {
+func (d *Deployer) Redeploy(stack, service string) (Changed, error) {
 	return d.change(stack, service, func(st *stackfile.Stack, revs map[string]string) {
 		base, n := baseRevision(revs[service]), 0
 		if i := strings.Index(revs[service], "-r"); i >= 0 {
@@ -209,46 +259,60 @@ func (d *Deployer) Redeploy(stack, service string) error {
 	})
 }
 
-func (d *Deployer) change(stack, service string, edit func(*stackfile.Stack, map[string]string)) error {
+func (d *Deployer) change(stack, service string, edit func(*stackfile.Stack, map[string]string)) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, err := d.mustCurrent(stack)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
 	st, err := stackfile.Unmarshal(cur.Current.Definition)
 	if err != nil {
-		return fmt.Errorf("stack %s: %w", stack, err)
+		return Changed{}, fmt.Errorf("stack %s: %w", stack, err)
 	}
 	if _, ok := st.Services[service]; !ok {
-		return fmt.Errorf("stack %s: %w %q", stack, ErrUnknownService, service)
+		return Changed{}, fmt.Errorf("stack %s: %w %q", stack, ErrUnknownService, service)
 	}
 	revs := map[string]string{}
 	for k, v := range cur.Current.Revisions {
 		revs[k] = v
 	}
 	edit(st, revs)
-	return d.record(st, revs, "socket")
+	state, err := d.record(st, revs, "socket")
+	if err != nil {
+		return Changed{}, err
+	}
+	return changedTo(cur.Current, state)
+}
+
+// changedTo is what moving from a deployment to the recorded state did.
+func changedTo(from journal.Deployment, state journal.StackState) (Changed, error) {
+	changes, err := planDeployments(from, &state.Current)
+	if err != nil {
+		return Changed{Deployment: state.Current.ID}, fmt.Errorf("stack %s: %w", state.Stack, err)
+	}
+	return Changed{Deployment: state.Current.ID, Changes: changes}, nil
 }
 
 // Rollback makes the previous deployment current and the current previous,
 // so a second rollback undoes the first (SVC-17).
-func (d *Deployer) Rollback(stack string) error {
+func (d *Deployer) Rollback(stack string) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.mustCurrent(stack); err != nil {
-		return err
+	cur, err := d.mustCurrent(stack)
+	if err != nil {
+		return Changed{}, err
 	}
 	state, err := d.journal.Rollback(stack)
 	if err != nil {
-		return fmt.Errorf("rollback %s: %w", stack, err)
+		return Changed{}, fmt.Errorf("rollback %s: %w", stack, err)
 	}
 	m, err := d.applyMessage(state)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
 	d.tell(m)
-	return nil
+	return changedTo(cur.Current, state)
 }
 
 // SetStopped records or lifts a service's stopped intent (SVC-10), synced

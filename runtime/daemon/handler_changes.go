@@ -129,7 +129,18 @@ func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.Ch
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
-	return control.ChangeResult{Stack: args.Stack}, errCode(rt.deployer.Remove(args.Stack))
+	ch, err := rt.deployer.Remove(args.Stack)
+	return changeResult(args.Stack, ch), errCode(err)
+}
+
+// changeResult answers remove, rollback and redeploy with what the
+// deployer did.
+func changeResult(stack string, ch Changed) control.ChangeResult {
+	res := control.ChangeResult{Stack: stack, Changes: ch.Changes, AlreadyRemoving: ch.Already}
+	if ch.Deployment != 0 {
+		res.Deployment = fmt.Sprint(ch.Deployment)
+	}
+	return res
 }
 
 func (h *handler) Scale(_ context.Context, args control.ScaleArgs) (control.ScaleResult, error) {
@@ -149,7 +160,8 @@ func (h *handler) Rollback(_ context.Context, args control.StackRef) (control.Ch
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
-	return control.ChangeResult{Stack: args.Stack}, errCode(rt.deployer.Rollback(args.Stack))
+	ch, err := rt.deployer.Rollback(args.Stack)
+	return changeResult(args.Stack, ch), errCode(err)
 }
 
 func (h *handler) Redeploy(_ context.Context, args control.ServiceRef) (control.ChangeResult, error) {
@@ -157,7 +169,8 @@ func (h *handler) Redeploy(_ context.Context, args control.ServiceRef) (control.
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
-	return control.ChangeResult{Stack: args.Stack}, errCode(rt.deployer.Redeploy(args.Stack, args.Service))
+	ch, err := rt.deployer.Redeploy(args.Stack, args.Service)
+	return changeResult(args.Stack, ch), errCode(err)
 }
 
 func (h *handler) ServiceStop(_ context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {

@@ -194,7 +194,7 @@ func (d *Daemon) removeUnlisted(rt *runtime, listed map[string]bool) []string {
 			continue
 		}
 		d.log.Info().Str("stack", st.stack).Str("file", st.source).Msg("stack file no longer listed; removing the stack")
-		if err := rt.deployer.Remove(st.stack); err != nil {
+		if _, err := rt.deployer.Remove(st.stack); err != nil {
 			d.log.Error().Err(err).Str("stack", st.stack).Msg("removing an unlisted stack")
 			continue
 		}
