@@ -203,16 +203,18 @@ func TestSVC5ApplyWaitExitsNonZeroOnFailure(t *testing.T) {
 	failed := messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServicePaused, Message: "never healthy", FailureOutput: "boom\n"}
 	f := &controltest.Fake{
 		Progress:    []control.ApplyProgress{{Planned: []control.StackPlan{{Stack: "web"}}}, {Service: &failed}},
-		ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web"}}, Outcome: control.OutcomeFailed, Failed: []messages.ServiceStatus{failed}},
+		ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web"}}, Outcome: control.OutcomeFailed, Failed: []messages.ServiceStatus{failed},
+			Verdicts: []control.ServiceVerdict{{Stack: "web", Service: "api", Outcome: control.OutcomeFailed, Reason: "paused: never healthy"}}},
 	}
 	sock := daemonFake(t, f)
 	file := filepath.Join(t.TempDir(), "web.yaml")
 	os.WriteFile(file, []byte("x"), 0o600)
 	out, errs, code := cli(t, sock, "", "apply", "--wait", file)
-	if code != 1 || !strings.Contains(errs, "rollout failed") || !strings.Contains(out, "web/api  paused") || !strings.Contains(out, "    | boom") {
+	if code != 1 || !strings.Contains(errs, "rollout failed: web/api") || !strings.Contains(out, "web/api  paused") || !strings.Contains(out, "  web/api: paused: never healthy\n    | boom") {
 		t.Fatalf("failed wait: %d\n%s\n%s", code, out, errs)
 	}
 	f.ApplyResult.Outcome, f.ApplyResult.Failed = control.OutcomeConverged, nil
+	f.ApplyResult.Verdicts[0].Outcome = control.OutcomeConverged
 	if out, errs, code := cli(t, sock, "", "apply", "--wait", file); code != 0 || !strings.Contains(out, "converged") {
 		t.Fatalf("converged wait: %d\n%s\n%s", code, out, errs)
 	}

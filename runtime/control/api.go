@@ -216,11 +216,17 @@ type StackPlan struct {
 }
 
 // ApplyProgress is one stream item of apply --wait: first one with Planned
-// (the recorded changes), then a Service snapshot each time a changed
-// service moves.
+// (the recorded changes), then, as the rollout moves, an Event of a
+// changed service as the journal records it, or a Service snapshot each
+// time its state or a slot changes.
 type ApplyProgress struct {
 	Planned []StackPlan             `json:"planned,omitempty"`
 	Service *messages.ServiceStatus `json:"service,omitempty"`
+	Event   *messages.Event         `json:"event,omitempty"`
+	// Note says what the wait does with the Service: a created service
+	// that converged is held through its monitor window before the
+	// verdict.
+	Note string `json:"note,omitempty"`
 }
 
 // Outcome is how a waited rollout ended.
@@ -232,13 +238,29 @@ const (
 	OutcomeFailed    Outcome = "failed"    // a service paused, rolled back or failed
 )
 
-// ApplyResult is the plan and, with Wait, how the rollout ended; Failed
-// holds the services that did not converge, with their failure output.
+// ApplyResult is the plan and, with Wait, how the rollout ended: Outcome
+// is the one verdict, Verdicts says it service by service, and Failed
+// holds the snapshots of the services that failed, with their failure
+// output.
 type ApplyResult struct {
-	DryRun  bool                     `json:"dry_run,omitempty"`
-	Stacks  []StackPlan              `json:"stacks"`
-	Outcome Outcome                  `json:"outcome,omitempty"`
-	Failed  []messages.ServiceStatus `json:"failed,omitempty"`
+	DryRun   bool                     `json:"dry_run,omitempty"`
+	Stacks   []StackPlan              `json:"stacks"`
+	Outcome  Outcome                  `json:"outcome,omitempty"`
+	Verdicts []ServiceVerdict         `json:"verdicts,omitempty"`
+	Failed   []messages.ServiceStatus `json:"failed,omitempty"`
+}
+
+// ServiceVerdict is how one changed service's rollout ended: Outcome
+// converged (for a removal: gone), failed with the Reason (the event or
+// the state that decided it), or empty when the wait ended first (another
+// service failed; this one is still rolling out).
+type ServiceVerdict struct {
+	Stack   string  `json:"stack"`
+	Service string  `json:"service"`
+	Outcome Outcome `json:"outcome,omitempty"`
+	Reason  string  `json:"reason,omitempty"`
+	// Seq is the event that decided it (0: the service's state did).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // RemoveArgs removes a stack; Volumes also deletes its volumes.
