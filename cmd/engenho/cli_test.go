@@ -202,7 +202,7 @@ func TestSVC4ApplyDryRunSendsTheFiles(t *testing.T) {
 func TestSVC5ApplyWaitExitsNonZeroOnFailure(t *testing.T) {
 	failed := messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServicePaused, Message: "never healthy", FailureOutput: "boom\n"}
 	f := &controltest.Fake{
-		Progress:    []control.ApplyProgress{{Planned: []control.StackPlan{{Stack: "web"}}}, {Service: &failed}},
+		Progress: []control.ApplyProgress{{Planned: []control.StackPlan{{Stack: "web"}}}, {Service: &failed}},
 		ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web"}}, Outcome: control.OutcomeFailed, Failed: []messages.ServiceStatus{failed},
 			Verdicts: []control.ServiceVerdict{{Stack: "web", Service: "api", Outcome: control.OutcomeFailed, Reason: "paused: never healthy"}}},
 	}
