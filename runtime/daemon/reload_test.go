@@ -118,6 +118,32 @@ func TestDMN16RejectedReloadEmitsOnlyRejected(t *testing.T) {
 		}
 		onlyRejected(t, n.reloadVerdict(last))
 	})
+	t.Run("config file", func(t *testing.T) {
+		last := n.lastSeq()
+		n.writeFile("keep.yaml", idleStack)
+		n.reloadVerdict(last) // the watch's reload of the fixed stack file goes first
+		last = n.lastSeq()
+		n.extra = "probe: {intervl: 2s}\n"
+		n.writeConfig(path)
+		n.extra = ""
+		if evs := n.reloadVerdict(last); len(evs) != 1 || evs[0].Kind != messages.KindConfigRejected || !strings.Contains(evs[0].Message, "probe.intervl") {
+			t.Errorf("the watch on a broken config: want one config.rejected naming the key, got %+v", evs)
+		}
+		last = n.lastSeq()
+		if out, code := n.cli("reconfigure"); code != 1 || strings.Contains(out, "accepted") || !strings.Contains(out, "probe.intervl") {
+			t.Errorf("reconfigure on a broken config: exit %d\n%s", code, out)
+		}
+		if evs := n.reloadVerdict(last); len(evs) != 1 || evs[0].Kind != messages.KindConfigRejected {
+			t.Errorf("reconfigure on a broken config: want one config.rejected, got %+v", evs)
+		}
+		last = n.lastSeq()
+		n.writeConfig(path)
+		n.writeFile("keep.yaml", bad)
+		n.eventually("the bad stack file rejected again", 30*time.Second, func() bool {
+			evs := n.events(last)
+			return len(evs) > 0 && evs[len(evs)-1].Kind == messages.KindConfigRejected
+		})
+	})
 	t.Run("fixed", func(t *testing.T) {
 		last := n.lastSeq()
 		n.writeFile("keep.yaml", strings.Replace(idleStack, "100000", "100001", 1))
