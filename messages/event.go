@@ -57,4 +57,8 @@ const (
 	KindDaemonState       = "daemon.state"
 	KindConfigReloaded    = "config.reloaded"
 	KindConfigRejected    = "config.rejected"
+	// An operator's command now holds a value the stack file declares,
+	// or no longer does (SVC-23).
+	KindOverrideSet     = "override.set"
+	KindOverrideDropped = "override.dropped"
 )

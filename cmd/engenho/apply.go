@@ -165,6 +165,7 @@ func formatPlans(plans []control.StackPlan, dryRun bool) string {
 			fmt.Fprintf(&b, "stack %s:\n", p.Stack)
 		}
 		b.WriteString(trimRight(stackfile.FormatPlan(p.Changes)))
+		b.WriteString(formatNotes(p.Notes))
 	}
 	return b.String()
 }

@@ -266,9 +266,10 @@ func TestFormatHelpers(t *testing.T) {
 	same(t, "intent", formatIntent(control.ServiceIntentResult{Stack: "web", Service: "api", Stopped: true}), "web/api: already stopped\n")
 }
 
-// SVC-17: remove and rollback print what they did, service by service,
-// with the deployment they recorded; a second remove says the stack is
-// already going. Never "no changes" when something changed.
+// SVC-17, SVC-23: remove and rollback print what they did, service by
+// service, with the deployment they recorded; a second remove says the
+// stack is already going; a rollback adds its override notes. Never "no
+// changes" when something changed.
 func TestSVC17RemoveAndRollbackSayWhatTheyDid(t *testing.T) {
 	removed := control.ChangeResult{Stack: "web", Deployment: "4", Changes: []stackfile.Change{
 		{Service: "api", Action: stackfile.ActionRemove, FromRevision: "aaaaaaaaaaaa", FromReplicas: 2}}}
@@ -278,4 +279,29 @@ func TestSVC17RemoveAndRollbackSayWhatTheyDid(t *testing.T) {
 	back := control.ChangeResult{Stack: "web", Deployment: "1", Changes: []stackfile.Change{
 		{Service: "api", Action: stackfile.ActionUpdate, FromRevision: "bbbbbbbbbbbb", ToRevision: "aaaaaaaaaaaa", FromReplicas: 2, ToReplicas: 2, Fields: []string{"command"}}}}
 	same(t, "rollback", formatRollback(back), "rolling back stack web to deployment 1:\nSERVICE  ACTION  REVISION                      REPLICAS  CHANGED\napi      update  bbbbbbbbbbbb -> aaaaaaaaaaaa  2         command\n")
+	// SVC-23: and what the rollback leaves for the stack file to undo.
+	back.Notes = []string{"a reload or restart keeps deployment 1 until the stack file changes; `engenho rollback web` goes back to deployment 2, the stack file's"}
+	same(t, "rollback with its override", formatRollback(back), "rolling back stack web to deployment 1:\nSERVICE  ACTION  REVISION                      REPLICAS  CHANGED\n"+
+		"api      update  bbbbbbbbbbbb -> aaaaaaaaaaaa  2         command\n"+
+		"note: a reload or restart keeps deployment 1 until the stack file changes; `engenho rollback web` goes back to deployment 2, the stack file's\n")
+}
+
+// TestSVC19StatusBackoffRow: a service that backs off shows its counts,
+// the reason and when its next attempt is due; a long message is cut, the
+// next attempt never is (issue 13).
+func TestSVC19StatusBackoffRow(t *testing.T) {
+	next := now.Add(56 * time.Second)
+	long := "slot 1: " + strings.Repeat("x", 80) + " (4 failures)"
+	svcs := []messages.ServiceStatus{
+		{Stack: "crash", Service: "bad", State: messages.ServiceBackoff, Message: "slot 1: exited with code 1 (4 failures)",
+			Reason: "exited with code 1", NextAttempt: &next, Revision: "a6c0a22c7130", Desired: 1},
+		{Stack: "crash", Service: "long", State: messages.ServiceBackoff, Message: long, NextAttempt: &next, Revision: "b6c0a22c7130", Desired: 2, Running: 1, Healthy: 1},
+		{Stack: "crash", Service: "loop", State: messages.ServiceFailing, Message: "slot 1: exited with code 1 (5 failures); up again, not ye...able",
+			Reason: "exited with code 1", Revision: "c6c0a22c7130", Desired: 1, Running: 1, Healthy: 1},
+	}
+	same(t, "backoff rows", serviceTable(svcs, now), `SERVICE     STATE    DESIRED  RUNNING  HEALTHY  REVISION      MESSAGE
+crash/bad   backoff  1        0        0        a6c0a22c7130  slot 1: exited with code 1 (4 failures); next attempt in 56s
+crash/long  backoff  2        1        1        b6c0a22c7130  slot 1: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...; next attempt in 56s
+crash/loop  failing  1        1        1        c6c0a22c7130  slot 1: exited with code 1 (5 failures); up again, not ye...
+`)
 }

@@ -30,12 +30,13 @@ func init() {
 	})
 }
 
-// formatRollback: "rolling back stack web to deployment 2:" and the
-// changes from the deployment that was current.
+// formatRollback: "rolling back stack web to deployment 2:", the changes
+// from the deployment that was current, then what the rollback means for
+// the stack file (the override it left, or none; SVC-23).
 func formatRollback(res control.ChangeResult) string {
 	heading := "rolling back stack " + res.Stack
 	if res.Deployment != "" {
 		heading += " to deployment " + res.Deployment
 	}
-	return formatChanges(heading, control.ChangeResult{Stack: res.Stack, Changes: res.Changes})
+	return formatChanges(heading, control.ChangeResult{Stack: res.Stack, Changes: res.Changes}) + formatNotes(res.Notes)
 }

@@ -213,6 +213,9 @@ type StackPlan struct {
 	// Deployment is the recorded deployment's id (empty for a dry run).
 	Deployment string             `json:"deployment,omitempty"`
 	Changes    []stackfile.Change `json:"changes"`
+	// Notes say what the apply did to the operators' overrides: kept
+	// or dropped (SVC-23).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ApplyProgress is one stream item of apply --wait: first one with Planned
@@ -278,6 +281,10 @@ type ChangeResult struct {
 	// AlreadyRemoving answers a remove of a stack already being removed:
 	// nothing new was recorded, the removal goes on.
 	AlreadyRemoving bool `json:"already_removing,omitempty"`
+	// Override is the override a rollback left in force (SVC-23); Notes
+	// say what it means.
+	Override *messages.Override `json:"override,omitempty"`
+	Notes    []string           `json:"notes,omitempty"`
 }
 
 // ScaleArgs sets a service's replica count (SVC-17).
@@ -293,6 +300,12 @@ type ScaleResult struct {
 	Service string `json:"service"`
 	From    int    `json:"from"`
 	To      int    `json:"to"`
+	// FileReplicas is the stack file's count; Override is the override
+	// now in force, none when the file's count runs (SVC-23); Changed is
+	// false when the service already had To.
+	FileReplicas int                `json:"file_replicas"`
+	Override     *messages.Override `json:"override,omitempty"`
+	Changed      bool               `json:"changed"`
 }
 
 // ServiceIntentResult answers service-stop and service-start (SVC-10).

@@ -232,6 +232,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j})
 	m := d.metrics
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
+	dep.now, dep.announce = d.clk.Now, d.parts.sink.Record
 	desired, removing, err := dep.Desired()
 	if err != nil {
 		return fail(fmt.Errorf("reading the desired state: %w", err))

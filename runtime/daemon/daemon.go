@@ -112,6 +112,7 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Log == nil {
 		opts.Log = logging.New(io.Discard, "json", zerolog.InfoLevel)
 	}
+	cleanInheritance(opts.Log)
 	settings, dg, err := opts.Load(opts.ConfigPath, opts.DataDir)
 	if err == nil && !opts.LogFormatFixed {
 		opts.Log.SetFormat(settings.LogFormat)

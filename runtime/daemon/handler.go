@@ -62,7 +62,9 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 		if args.Service != "" && svc.Service != args.Service {
 			continue
 		}
-		res.Services = append(res.Services, withPortStats(rt, svc))
+		svc = withPortStats(rt, svc)
+		svc.Overrides = rt.deployer.Overrides(svc.Stack, svc.Service)
+		res.Services = append(res.Services, svc)
 	}
 	for _, h := range rt.routes.Hosts() {
 		if args.Stack == "" || h.Stack == args.Stack {

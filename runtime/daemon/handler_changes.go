@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/engenho/engenho/drivers"
@@ -35,13 +37,29 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	}
 	res := control.ApplyResult{DryRun: args.DryRun}
 	since := rt.journal.LastSeq()
-	for _, st := range stacks {
-		changes, err := rt.deployer.Apply(ctx, st, "socket: "+st.Source, args.DryRun)
+	// A stack the config's files declare is refused before anything
+	// changes (SVC-23).
+	notes, sources := make([][]string, len(stacks)), make([]string, len(stacks))
+	for i, st := range stacks {
+		source, note, err := h.checkApplyListed(rt, st, args.DryRun)
+		if err != nil {
+			return res, err
+		}
+		sources[i] = source
+		if note != "" {
+			notes[i] = []string{note}
+		}
+	}
+	for i, st := range stacks {
+		before, _, _ := rt.journal.Stack(st.Name)
+		applied, err := rt.deployer.Apply(ctx, st, sources[i], args.DryRun)
 		if err != nil {
 			return res, errCode(err)
 		}
-		plan := control.StackPlan{Stack: st.Name, Changes: changes}
-		if cur, ok, _ := rt.journal.Stack(st.Name); ok && !args.DryRun && !unchanged(changes) {
+		plan := control.StackPlan{Stack: st.Name, Changes: applied.Changes, Notes: append(notes[i], applied.Notes...)}
+		// Deployment is the one the changes roll out on; an apply that
+		// changes nothing and records nothing has none to wait for.
+		if cur, ok, _ := rt.journal.Stack(st.Name); ok && !args.DryRun && (!unchanged(applied.Changes) || cur.Current.ID != before.Current.ID) {
 			plan.Deployment = fmt.Sprint(cur.Current.ID)
 		}
 		res.Stacks = append(res.Stacks, plan)
@@ -194,6 +212,9 @@ func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.Ch
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
+	if err := h.refuseRemoveListed(rt, args.Stack); err != nil {
+		return control.ChangeResult{Stack: args.Stack}, err
+	}
 	ch, err := rt.deployer.Remove(args.Stack)
 	return changeResult(args.Stack, ch), errCode(err)
 }
@@ -208,25 +229,41 @@ func changeResult(stack string, ch Changed) control.ChangeResult {
 	return res
 }
 
-func (h *handler) Scale(_ context.Context, args control.ScaleArgs) (control.ScaleResult, error) {
+func (h *handler) Scale(ctx context.Context, args control.ScaleArgs) (control.ScaleResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ScaleResult{}, err
 	}
-	res := control.ScaleResult{Stack: args.Stack, Service: args.Service, To: args.Replicas}
-	if svc, ok := rt.board.Service(args.Stack, args.Service); ok {
-		res.From = svc.Desired
+	sc, err := rt.deployer.Scale(args.Stack, args.Service, args.Replicas, who(ctx))
+	res := control.ScaleResult{Stack: args.Stack, Service: args.Service, From: sc.From, To: sc.To,
+		FileReplicas: sc.File, Changed: sc.Changed}
+	if o := sc.Override; o != nil {
+		shownOverride := shown(messages.OverrideReplicas, o.Value, o.File, *o)
+		res.Override = &shownOverride
 	}
-	return res, errCode(rt.deployer.Scale(args.Stack, args.Service, args.Replicas))
+	return res, errCode(err)
 }
 
-func (h *handler) Rollback(_ context.Context, args control.StackRef) (control.ChangeResult, error) {
+func (h *handler) Rollback(ctx context.Context, args control.StackRef) (control.ChangeResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
-	ch, err := rt.deployer.Rollback(args.Stack)
-	return changeResult(args.Stack, ch), errCode(err)
+	rb, err := rt.deployer.Rollback(args.Stack, who(ctx))
+	if err != nil {
+		return control.ChangeResult{Stack: args.Stack}, errCode(err)
+	}
+	res := changeResult(args.Stack, rb.Changed)
+	res.Deployment = strconv.FormatUint(rb.To, 10)
+	if o := rb.Override; o != nil {
+		so := shown(messages.OverrideDeployment, o.Value, o.Replaced, *o)
+		res.Override = &so
+		res.Notes = append(res.Notes, fmt.Sprintf("a reload or restart keeps deployment %d until the stack file changes; "+
+			"`engenho rollback %s` goes back to deployment %s, the stack file's", rb.To, args.Stack, o.Replaced))
+	} else {
+		res.Notes = append(res.Notes, fmt.Sprintf("deployment %d is the stack file's own: no override is left", rb.To))
+	}
+	return res, nil
 }
 
 func (h *handler) Redeploy(_ context.Context, args control.ServiceRef) (control.ChangeResult, error) {
@@ -238,12 +275,12 @@ func (h *handler) Redeploy(_ context.Context, args control.ServiceRef) (control.
 	return changeResult(args.Stack, ch), errCode(err)
 }
 
-func (h *handler) ServiceStop(_ context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {
-	return h.intent(args, true)
+func (h *handler) ServiceStop(ctx context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {
+	return h.intent(args, true, who(ctx))
 }
 
-func (h *handler) ServiceStart(_ context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {
-	return h.intent(args, false)
+func (h *handler) ServiceStart(ctx context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {
+	return h.intent(args, false, who(ctx))
 }
 
 func (h *handler) ServiceRetry(_ context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {
@@ -254,14 +291,24 @@ func (h *handler) ServiceRetry(_ context.Context, args control.ServiceRef) (cont
 	return control.ServiceIntentResult{Stack: args.Stack, Service: args.Service, Changed: true}, errCode(rt.deployer.Retry(args.Stack, args.Service))
 }
 
-func (h *handler) intent(args control.ServiceRef, stopped bool) (control.ServiceIntentResult, error) {
+func (h *handler) intent(args control.ServiceRef, stopped bool, by journal.Who) (control.ServiceIntentResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ServiceIntentResult{}, err
 	}
 	was, _ := rt.journal.IsStopped(args.Stack, args.Service)
 	res := control.ServiceIntentResult{Stack: args.Stack, Service: args.Service, Stopped: stopped, Changed: was != stopped}
-	return res, errCode(rt.deployer.SetStopped(args.Stack, args.Service, stopped))
+	return res, errCode(rt.deployer.SetStopped(args.Stack, args.Service, stopped, by))
+}
+
+// who is who sent the request: the socket's peer (SO_PEERCRED), or this
+// process for a request that did not come through the socket.
+func who(ctx context.Context) journal.Who {
+	if p, ok := control.PeerFrom(ctx); ok {
+		return journal.Who{UID: p.UID, GID: p.GID, PID: p.PID, User: control.UserName(p.UID)}
+	}
+	uid := uint32(os.Getuid())
+	return journal.Who{UID: uid, GID: uint32(os.Getgid()), PID: int32(os.Getpid()), User: control.UserName(uid)}
 }
 
 // Logs streams replica output (SVC-21): each replica's, or one slot's.

@@ -171,14 +171,19 @@ func (d *Daemon) applyStacks(rt *runtime, stacks []listedStack, paths []string) 
 		listed[p] = true
 	}
 	for _, ls := range stacks {
-		changes, err := rt.deployer.Apply(context.Background(), ls.stack, ls.path, false)
+		a, err := rt.deployer.Apply(context.Background(), ls.stack, ls.path, false)
+		// What the apply did to the operators' overrides (SVC-23): kept,
+		// or dropped (each drop is also an override.dropped event).
+		for _, note := range a.Notes {
+			d.log.Info().Str("file", ls.path).Str("stack", ls.stack.Name).Msg(note)
+		}
 		if err != nil {
 			// Validated a moment ago: only a concurrent change gets here.
 			d.log.Error().Err(err).Str("file", ls.path).Msg("stack file refused after it validated")
 			applied = append(applied, fmt.Sprintf("stack %s: refused: %s", ls.stack.Name, oneLine(err.Error())))
 			continue
 		}
-		if line := changeLine(ls.stack.Name, changes); line != "" {
+		if line := changeLine(ls.stack.Name, a.Changes); line != "" {
 			applied = append(applied, line)
 		}
 	}

@@ -25,9 +25,10 @@ import (
 //     is not converged;
 //   - failed: a deploy.failed, rollout.paused or rollout.rolled_back event
 //     of the service once it took the deployment; or its state at that
-//     deployment is paused, failing or any state that is not on the way
-//     (starting, updating, waiting); or it moved on to another deployment
-//     (a newer apply superseded it, an operator rolled it back);
+//     deployment is paused, failing, backoff (SVC-19) or any state that is
+//     not on the way (starting, updating, waiting); or it moved on to
+//     another deployment (a newer apply superseded it, an operator rolled
+//     it back);
 //   - an outcome never changes: a service that failed and then converged
 //     on the previous revision (failure_action rollback) stays failed. Only
 //     a failure its state decided takes the reason of the first failure

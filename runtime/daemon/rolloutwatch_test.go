@@ -74,9 +74,12 @@ func TestSVC5RolloutWatchVerdicts(t *testing.T) {
 		{"failing", stackfile.ActionCreate, []step{
 			{svc: s(snap("api", "3", messages.ServiceFailing, "slot 1: exited with code 1")), shown: true},
 		}, control.OutcomeFailed, "failing: slot 1: exited with code 1"},
-		{"a state that is not on the way (backoff) fails it", stackfile.ActionCreate, []step{
-			{svc: s(snap("api", "3", "backoff", "")), shown: true},
-		}, control.OutcomeFailed, "backoff"},
+		{"backoff fails it (SVC-19: a slot is down until its next attempt)", stackfile.ActionCreate, []step{
+			{svc: s(snap("api", "3", messages.ServiceBackoff, "slot 1: exited with code 1 (4 failures)")), shown: true},
+		}, control.OutcomeFailed, "backoff: slot 1: exited with code 1 (4 failures)"},
+		{"a state that is not on the way fails it", stackfile.ActionCreate, []step{
+			{svc: s(snap("api", "3", "unknown", "")), shown: true},
+		}, control.OutcomeFailed, "unknown"},
 		{"waiting is on the way", stackfile.ActionCreate, []step{
 			{svc: s(snap("api", "3", messages.ServiceWaiting, "waiting for web/db")), shown: true},
 		}, control.OutcomeNone, ""},

@@ -186,10 +186,10 @@ services:
 	}
 }
 
-// SVC-5: apply --wait follows a create slot by slot to one verdict and
-// exits 0; a service that keeps crashing ends it with "rollout failed:"
-// naming the service and its state, exit 1; an apply that changes nothing
-// says so at once.
+// SVC-5, SVC-19: apply --wait follows a create slot by slot to one
+// verdict and exits 0; a service that keeps crashing ends it with
+// "rollout failed:" naming the service and its state, exit 1; an apply
+// that changes nothing says so at once.
 func TestSVC5ApplyWaitVerdicts(t *testing.T) {
 	n := newNode(t)
 	n.start("running")
@@ -212,8 +212,10 @@ services:
   loop:
     command: ["/bin/sh", "-c", "sleep 0.2; exit 1"]
 `), "--wait")
-	if code != 1 || !strings.Contains(out, "rollout failed:\n  crash/loop: failing") || strings.Contains(out, "\nconverged") ||
-		!strings.Contains(out, "engenho: rollout failed: crash/loop") {
+	// failing (restarting at once) or backoff (waiting for its next
+	// attempt), whichever the wait saw first: both fail it (SVC-19).
+	failed := strings.Contains(out, "rollout failed:\n  crash/loop: failing") || strings.Contains(out, "rollout failed:\n  crash/loop: backoff")
+	if code != 1 || !failed || strings.Contains(out, "\nconverged") || !strings.Contains(out, "engenho: rollout failed: crash/loop") {
 		t.Errorf("crashing create: exit %d\n%s", code, out)
 	}
 }

@@ -147,7 +147,10 @@ func (b *Board) PutStack(s messages.StackStatus) { b.stacks.Store(s.Stack, s) }
 // DeleteStack drops a removed stack.
 func (b *Board) DeleteStack(stack string) { b.stacks.Delete(stack) }
 
-// Stacks returns every stack's snapshot sorted by name.
+// Stacks returns every stack's snapshot sorted by name. A stack is
+// converged only if each of its services is converged on the board now:
+// the stack actor hears of a service's change a message later, and status
+// never says converged beside a service that fails (SVC-19).
 func (b *Board) Stacks() []messages.StackStatus {
 	var out []messages.StackStatus
 	b.stacks.Range(func(_, v any) bool {
@@ -155,5 +158,24 @@ func (b *Board) Stacks() []messages.StackStatus {
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Stack < out[j].Stack })
+	for i, st := range out {
+		if !st.Converged {
+			continue
+		}
+		for _, name := range st.Services {
+			v, ok := b.services.Load(key(st.Stack, name))
+			if !ok {
+				continue // a host service: the activator reports it
+			}
+			e := v.(*serviceEntry)
+			e.mu.RLock()
+			state := e.status.State
+			e.mu.RUnlock()
+			if state != messages.ServiceConverged {
+				out[i].Converged = false
+				break
+			}
+		}
+	}
 	return out
 }

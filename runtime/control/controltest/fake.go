@@ -228,7 +228,7 @@ func (f *Fake) Remove(_ context.Context, a control.RemoveArgs) (control.ChangeRe
 }
 
 func (f *Fake) Scale(_ context.Context, a control.ScaleArgs) (control.ScaleResult, error) {
-	return answer(f, control.OpScale, a, control.ScaleResult{Stack: a.Stack, Service: a.Service, From: 1, To: a.Replicas})
+	return answer(f, control.OpScale, a, control.ScaleResult{Stack: a.Stack, Service: a.Service, From: 1, To: a.Replicas, Changed: a.Replicas != 1})
 }
 
 func (f *Fake) Rollback(_ context.Context, a control.StackRef) (control.ChangeResult, error) {
