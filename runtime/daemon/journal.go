@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/engenho/engenho/chaos/inject"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/datadir"
 	"github.com/engenho/engenho/runtime/journal"
@@ -59,6 +60,10 @@ func (d *Daemon) binary() string {
 // checkJournal runs the check in a child process, bounded by the boot's
 // step timeout.
 func (d *Daemon) checkJournal(dir string) error {
+	if d.settings.ChaosEnabled && d.faults().Plant().Kind() == inject.PlantSkipJournalCheck {
+		d.log.Warn().Msg("chaos: the journal is opened unchecked (planted bug)")
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.settings.StepTimeout)
 	defer cancel()
 	out, err := journal.RunCheck(ctx, journal.CheckCommand(d.binary(), dir, false), dir)
