@@ -236,8 +236,11 @@ func testDamage(t *testing.T, tc journalDamage) {
 			}
 		}
 	}
-	if strings.Contains(n.log.String(), "goroutine ") || strings.Contains(n.log.String(), "panic:") {
-		t.Errorf("the daemon's log holds a Go trace:\n%s", tail(n.log.String(), 40))
+	if code := n.stop(); code != 0 { // and its output is all read
+		t.Errorf("the daemon exited with %d", code)
+	}
+	if out := n.log.String(); strings.Contains(out, "goroutine ") || strings.Contains(out, "panic:") {
+		t.Errorf("the daemon's log holds a Go trace:\n%s", tail(out, 40))
 	}
 }
 
