@@ -37,7 +37,7 @@ func init() {
 }
 
 func runEvents(s *session, args control.EventsArgs) error {
-	_, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
+	res, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
 		if s.json {
 			return printJSON(s.out, e)
 		}
@@ -46,6 +46,9 @@ func runEvents(s *session, args control.EventsArgs) error {
 	})
 	if args.Follow && errors.Is(err, context.Canceled) {
 		return nil // interrupted: the way out of -f
+	}
+	if err == nil && res.Memory && !s.json {
+		fmt.Fprintln(s.out, "(the journal is not open: these are the daemon's own events since it closed it, kept in memory)")
 	}
 	return err
 }
