@@ -51,7 +51,7 @@ func sinceArg(from uint64) uint64 {
 }
 
 func runEvents(s *session, args control.EventsArgs) error {
-	_, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
+	res, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
 		if s.json {
 			return printJSON(s.out, e)
 		}
@@ -60,6 +60,9 @@ func runEvents(s *session, args control.EventsArgs) error {
 	})
 	if args.Follow && errors.Is(err, context.Canceled) {
 		return nil // interrupted: the way out of -f
+	}
+	if err == nil && res.Memory && !s.json {
+		fmt.Fprintln(s.out, "(the journal is not open: these are the daemon's own events since it closed it, kept in memory)")
 	}
 	return err
 }

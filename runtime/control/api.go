@@ -110,6 +110,10 @@ type EventsArgs struct {
 // last event sent (or Since if none was), to resume with Since = Last.
 type EventsResult struct {
 	Last uint64 `json:"last"`
+	// Memory: the journal is not open (the runtime is stopped or failed,
+	// or the journal is damaged); the events are the daemon's own since
+	// it closed the journal, kept in memory and numbered on their own.
+	Memory bool `json:"memory,omitempty"`
 }
 
 // StopArgs: Hold also writes the hold marker (DMN-4).
@@ -185,10 +189,18 @@ type ReinitArgs struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-// ReinitResult lists where things went.
+// ReinitResult lists where things went. For the journal it also says what
+// the new journal kept (REL-5): Salvaged counts records by type, Lost says
+// why nothing was salvaged, Notes says it all for humans.
 type ReinitResult struct {
-	What  string   `json:"what"`
-	Moved []string `json:"moved"`
+	What     string         `json:"what"`
+	Moved    []string       `json:"moved"`
+	Salvaged map[string]int `json:"salvaged,omitempty"`
+	Lost     string         `json:"lost,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
+	// Offline: no daemon ran; the client did it under the data
+	// directory's lock.
+	Offline bool `json:"offline,omitempty"`
 }
 
 // ApplyFile is one stack file: Name as the user gave it (for error

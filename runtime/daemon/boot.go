@@ -83,7 +83,11 @@ func (e configError) Unwrap() error { return e.err }
 
 func classify(err error) lifecycle.CauseClass {
 	var ce configError
-	if errors.As(err, &ce) {
+	var jd journalDamage
+	switch {
+	case errors.As(err, &jd):
+		return lifecycle.CauseCorrupt
+	case errors.As(err, &ce):
 		return lifecycle.CauseConfig
 	}
 	return lifecycle.CauseTransient
@@ -114,6 +118,11 @@ func (d *Daemon) recordPhase(e lifecycle.RunPhase, took time.Duration, err error
 		ph.Error = err.Error()
 		d.boot.Outcome, d.boot.Error, d.boot.EndedAt = journal.BootFailed, err.Error(), d.clk.Now()
 		d.saveBoot()
+		kind := messages.KindDaemonBootFailed
+		if classify(err) == lifecycle.CauseCorrupt {
+			kind = messages.KindJournalDamaged
+		}
+		d.emit(kind, messages.LevelError, fmt.Sprintf("boot attempt %d failed in %s: %v", e.Attempt, e.Phase, err))
 	}
 	d.boot.Phases = append(d.boot.Phases, ph)
 }
@@ -154,38 +163,6 @@ func (d *Daemon) resolveConfig() (func(), error) {
 		d.setSettings(s, dg)
 		d.log.SetLevel(s.LogLevel)
 		d.parts = &parts{}
-	}, nil
-}
-
-func (d *Daemon) openJournal() (func(), error) {
-	s := d.settings
-	j, err := journal.Open(journal.Options{Dir: d.dir.Journal(), Clock: d.clk, Logger: d.log.With().Str("part", "journal").Logger(),
-		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}})
-	if err != nil {
-		return nil, fmt.Errorf("opening the journal: %w", err)
-	}
-	name := s.NodeName
-	id, created, err := j.EnsureIdentity(name)
-	if err != nil {
-		_ = j.Close()
-		return nil, fmt.Errorf("node identity: %w", err)
-	}
-	if err := d.dir.MarkLive(string(lifecycle.PhaseOpenJournal)); err != nil {
-		_ = j.Close()
-		return nil, fmt.Errorf("run marker: %w", err)
-	}
-	return func() {
-		d.parts.journal = j
-		d.parts.sink = eventSink{j: j, log: d.log.With().Str("part", "events").Logger(), extra: d.countEvent}
-		snap := *d.snap.Load()
-		snap.Node = id
-		d.snap.Store(&snap)
-		if created {
-			d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("first boot of node %s (%s)", id.Name, id.ID))
-		}
-		if prev := snap.PreviousRun; prev.Outcome == "crashed" {
-			d.emit(messages.KindDaemonCrashed, messages.LevelWarn, "the previous run did not release the journal: "+prev.Detail)
-		}
 	}, nil
 }
 

@@ -74,6 +74,7 @@ type result struct {
 	// reload, when the step started a reload (ApplyConfig), gets its
 	// outcome.
 	reload <-chan reloadOutcome
+	reinit *JournalReinit
 }
 
 // Daemon is one running engenho daemon.
@@ -98,6 +99,7 @@ type Daemon struct {
 	control  *control.Server
 	ready    bool // READY=1 was sent
 	metrics  *metrics.Metrics
+	mem      *memEvents // the daemon's events while the journal is closed
 }
 
 // New prepares a daemon: it takes the data directory's lock at once, so a
@@ -138,7 +140,7 @@ func New(opts Options) (*Daemon, error) {
 		sd = sdnotify.New("", 0)
 	}
 	d := &Daemon{opts: opts, clk: opts.Clock, log: opts.Log, dir: dir, in: make(chan input, 64), sd: sd,
-		settings: settings}
+		settings: settings, mem: newMemEvents()}
 	d.state = lifecycle.New(lifecycle.Config{DrainBudget: settings.DrainBudget})
 	d.setSettings(settings, dg)
 	prev, err := dir.PreviousRun()
@@ -146,7 +148,7 @@ func New(opts Options) (*Daemon, error) {
 		d.log.Warn().Err(err).Msg("reading the previous run marker")
 	}
 	d.snap.Store(&Snapshot{State: d.state, PreviousRun: prev, Pid: os.Getpid(), DataDir: settings.DataDir,
-		Config: opts.ConfigPath, StartedAt: d.clk.Now()})
+		Config: opts.ConfigPath, StartedAt: d.clk.Now(), Node: loadKeptIdentity(dir)})
 	return d, nil
 }
 
@@ -301,10 +303,12 @@ func (d *Daemon) perform(eff lifecycle.Effect, res *result) (int, bool) {
 		attempt := e.Attempt
 		d.clk.AfterFunc(e.Delay, func() { d.post(lifecycle.BackoffElapsed{Attempt: attempt}) })
 	case lifecycle.MoveToAttic:
-		dest, err := d.moveToAttic(e.What)
-		res.detail, res.err = dest, err
+		dest, r, err := d.moveToAttic(e.What)
+		res.detail, res.reinit, res.err = dest, r, err
 		if err == nil {
 			d.log.Warn().Str("what", e.What).Str("to", dest).Msg("moved to the attic")
+			what := e.What
+			go d.post(lifecycle.ReinitDone{What: what}) // failed boots again on it
 		}
 	case lifecycle.Exit:
 		d.log.Info().Int("code", e.Code).Msg("exiting")
@@ -355,14 +359,23 @@ func (d *Daemon) handleSignals() func() {
 	}
 }
 
-// emit records a daemon event when the journal is open, and logs it.
+// emit records a daemon event in the journal when it is open, else in
+// memory until it is, and logs it.
 func (d *Daemon) emit(kind string, level messages.Level, msg string) {
 	ev := messages.Event{UnixMs: d.clk.Now().UnixMilli(), Level: level, Kind: kind, Actor: "daemon", Message: msg}
 	if p := d.parts; p != nil && p.journal != nil {
 		p.sink.Emit(ev)
 		return
 	}
-	d.log.Info().Str("kind", kind).Msg(msg)
+	d.mem.add(ev)
+	lvl := zerolog.InfoLevel
+	switch level {
+	case messages.LevelWarn:
+		lvl = zerolog.WarnLevel
+	case messages.LevelError:
+		lvl = zerolog.ErrorLevel
+	}
+	d.log.WithLevel(lvl).Str("kind", kind).Msg(msg)
 }
 
 var errNotRunning = errors.New("the runtime is not running")

@@ -34,10 +34,14 @@ func (h *handler) running() (*runtime, error) {
 // notRunning says what the runtime is doing instead of running (with its
 // boot phase or drain step) and what brings it up.
 func notRunning(st lifecycle.State) string {
-	switch st.Name {
-	case lifecycle.Stopped, lifecycle.Failed:
+	switch {
+	case st.Name == lifecycle.Failed && st.LastError != nil && st.LastError.Class == lifecycle.CauseCorrupt:
+		return fmt.Sprintf("the runtime is %s: %v", st, st.LastError)
+	case st.Name == lifecycle.Failed && st.LastError != nil:
+		return fmt.Sprintf("the runtime is %s: %v; `engenho retry` boots it again", st, st.LastError)
+	case st.Name == lifecycle.Stopped, st.Name == lifecycle.Failed:
 		return fmt.Sprintf("the runtime is %s; `engenho start` boots it", st)
-	case lifecycle.Booting:
+	case st.Name == lifecycle.Booting:
 		return fmt.Sprintf("the runtime is %s; it answers once it runs", st)
 	}
 	return fmt.Sprintf("the runtime is %s", st)
@@ -141,7 +145,7 @@ func (h *handler) Why(_ context.Context, args control.WhyArgs) (control.WhyResul
 func (h *handler) Events(ctx context.Context, args control.EventsArgs, send func(messages.Event) error) (control.EventsResult, error) {
 	j, err := h.journal()
 	if err != nil {
-		return control.EventsResult{}, err
+		return h.memEvents(ctx, args, send)
 	}
 	since := args.Since
 	if args.Tail > 0 {
@@ -168,6 +172,39 @@ func (h *handler) Events(ctx context.Context, args control.EventsArgs, send func
 		case <-ctx.Done():
 			return control.EventsResult{Last: last}, nil
 		}
+	}
+}
+
+// memEvents answers events while the journal is closed: the daemon's own
+// events kept in memory (why the boot failed), so a daemon held on a
+// damaged journal still tells its story (REL-5). A follow ends when the
+// runtime comes up: the journal has the events from then on.
+func (h *handler) memEvents(ctx context.Context, args control.EventsArgs, send func(messages.Event) error) (control.EventsResult, error) {
+	since := args.Since
+	if last := h.d.mem.last(); args.Tail > 0 && last > uint64(args.Tail) {
+		since = max(since, last-uint64(args.Tail))
+	}
+	res := control.EventsResult{Last: since, Memory: true}
+	for {
+		evs, changed := h.d.mem.after(res.Last)
+		for _, ev := range evs {
+			if err := send(ev); err != nil {
+				return res, nil
+			}
+			res.Last = ev.Seq
+		}
+		if !args.Follow || h.d.rt.Load() != nil {
+			return res, nil
+		}
+		t := h.d.clk.NewTimer(time.Second) // the runtime may have come up
+		select {
+		case <-changed:
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return res, nil
+		}
+		t.Stop()
 	}
 }
 
@@ -283,7 +320,14 @@ func (h *handler) Reinit(ctx context.Context, args control.ReinitArgs) (control.
 	if err != nil {
 		return control.ReinitResult{}, err
 	}
-	return control.ReinitResult{What: args.What, Moved: []string{r.detail}}, nil
+	res := control.ReinitResult{What: args.What, Moved: []string{r.detail}}
+	if ri := r.reinit; ri != nil {
+		res.Salvaged, res.Lost, res.Notes = ri.Salvaged, ri.Lost, ri.Summary()
+	}
+	if r.state.Name == lifecycle.Failed {
+		res.Notes = append(res.Notes, "the daemon boots again now")
+	}
+	return res, nil
 }
 
 func (h *handler) Chaos(ctx context.Context, args control.ChaosArgs) (control.ChaosResult, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/engenho/engenho/runtime/control"
 )
 
-const idleStack = `name: keep
+const keepStack = `name: keep
 services:
   idle:
     command: ["/bin/sh", "-c", "exec sleep 100000"]
@@ -78,7 +78,7 @@ func (n *node) reloadVerdict(after uint64) []messages.Event {
 // the next reconfigure reports config.reloaded only and what it applied.
 func TestDMN16RejectedReloadEmitsOnlyRejected(t *testing.T) {
 	n := newNode(t)
-	path := n.writeFile("keep.yaml", idleStack)
+	path := n.writeFile("keep.yaml", keepStack)
 	n.writeConfig(path)
 	n.start("running")
 	n.eventually("keep/idle converged", 60*time.Second, func() bool { return converged(n.service("keep", "idle")) })
@@ -96,7 +96,7 @@ func TestDMN16RejectedReloadEmitsOnlyRejected(t *testing.T) {
 			t.Errorf("the rejected reload changed the deployment: %s, was %s", s.Deployment, deployment)
 		}
 	}
-	bad := strings.Replace(idleStack, "    stop_grace_period: 1s\n", "    stop_grace_period: 1s\n    bogus: 1\n", 1)
+	bad := strings.Replace(keepStack, "    stop_grace_period: 1s\n", "    stop_grace_period: 1s\n    bogus: 1\n", 1)
 
 	t.Run("watch", func(t *testing.T) {
 		last := n.lastSeq()
@@ -120,7 +120,7 @@ func TestDMN16RejectedReloadEmitsOnlyRejected(t *testing.T) {
 	})
 	t.Run("config file", func(t *testing.T) {
 		last := n.lastSeq()
-		n.writeFile("keep.yaml", idleStack)
+		n.writeFile("keep.yaml", keepStack)
 		n.reloadVerdict(last) // the watch's reload of the fixed stack file goes first
 		last = n.lastSeq()
 		n.extra = "probe: {intervl: 2s}\n"
@@ -146,7 +146,7 @@ func TestDMN16RejectedReloadEmitsOnlyRejected(t *testing.T) {
 	})
 	t.Run("fixed", func(t *testing.T) {
 		last := n.lastSeq()
-		n.writeFile("keep.yaml", strings.Replace(idleStack, "100000", "100001", 1))
+		n.writeFile("keep.yaml", strings.Replace(keepStack, "100000", "100001", 1))
 		evs := n.reloadVerdict(last)
 		if len(evs) != 1 || evs[0].Kind != messages.KindConfigReloaded || !strings.Contains(evs[0].Message, "stack keep: idle update") {
 			t.Errorf("the watch on a fixed file: want exactly one config.reloaded naming the update, got %+v", evs)

@@ -1,0 +1,184 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/engenho/engenho/runtime/clock"
+	"github.com/engenho/engenho/runtime/datadir"
+	"github.com/engenho/engenho/runtime/journal"
+)
+
+// JournalReinit is what `reinit journal` did (DMN-14, REL-5).
+type JournalReinit struct {
+	// Moved is where the journal went: DATA/attic/TIMESTAMP/journal.
+	Moved string `json:"moved"`
+	// Identity is the node identity the new journal keeps; empty when none
+	// was known (the next boot records a new one).
+	Identity journal.Identity `json:"identity"`
+	// Salvaged counts the records carried into the new journal, by type
+	// (desired, stopped, deploy-seq, ...).
+	Salvaged map[string]int `json:"salvaged,omitempty"`
+	// Skipped lists records whose value did not read back.
+	Skipped []string `json:"skipped,omitempty"`
+	// Lost says why nothing was salvaged (a damaged file); empty otherwise.
+	Lost string `json:"lost,omitempty"`
+}
+
+// Summary is the reinit in one line per fact, for the CLI and the event.
+func (r JournalReinit) Summary() []string {
+	var out []string
+	out = append(out, "moved aside to "+r.Moved)
+	if r.Identity.ID != "" {
+		out = append(out, fmt.Sprintf("kept the node identity %s (%s)", r.Identity.Name, r.Identity.ID))
+	}
+	if r.Lost != "" {
+		out = append(out, "salvaged nothing: "+r.Lost)
+	} else {
+		kinds := make([]string, 0, len(r.Salvaged))
+		for k, n := range r.Salvaged {
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(kinds)
+		if len(kinds) == 0 {
+			kinds = []string{"nothing (the journal held no intents)"}
+		}
+		out = append(out, "salvaged "+strings.Join(kinds, ", "))
+	}
+	if len(r.Skipped) > 0 {
+		out = append(out, fmt.Sprintf("skipped %d damaged records: %s", len(r.Skipped), strings.Join(r.Skipped, ", ")))
+	}
+	out = append(out, "lost: the event log and the boot history (kept in the attic); "+
+		"the next boot re-applies the stacks the config lists and adopts running workloads by their labels")
+	return out
+}
+
+// ReinitOptions configure ReinitJournal.
+type ReinitOptions struct {
+	// Bin is the engenho binary the salvage runs as.
+	Bin   string
+	Clock clock.Clock
+	Log   zerolog.Logger
+}
+
+// ReinitJournal moves DATA/journal aside to DATA/attic/TIMESTAMP and
+// starts a new journal in its place, with the data directory's lock held
+// (dir must be locked) and the journal closed. The new journal keeps the
+// node identity (DATA/control/identity.json, else the old journal's), and
+// the intents a child process could read back from the old one when its
+// files are sound (journal.Salvage): stacks applied over the socket,
+// stopped services, rollout progress, failed revisions, due times, owed
+// lease releases. Events and boot attempts stay in the attic. Nothing is
+// deleted.
+func ReinitJournal(ctx context.Context, dir *datadir.Dir, opts ReinitOptions) (JournalReinit, error) {
+	var r JournalReinit
+	kept, keptFound, err := readKeptIdentity(dir)
+	if err != nil {
+		return r, err
+	}
+	if r.Moved, err = dir.MoveToAttic("journal"); err != nil {
+		return r, err
+	}
+	records := salvage(ctx, &r, opts)
+	if !keptFound {
+		kept, keptFound = identityIn(records)
+	}
+	if keptFound {
+		r.Identity = kept
+	}
+	if err := startJournal(dir.Journal(), kept, keptFound, records, opts.Clock); err != nil {
+		return r, fmt.Errorf("reinit journal: moved aside to %s, but the new journal: %w", r.Moved, err)
+	}
+	if keptFound {
+		if err := writeKeptIdentity(dir, kept); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// salvage runs journal.Salvage in a child on the journal moved aside.
+func salvage(ctx context.Context, r *JournalReinit, opts ReinitOptions) []journal.Record {
+	ctx, cancel := context.WithTimeout(ctx, reinitTimeout)
+	defer cancel()
+	out, err := journal.RunCheck(ctx, journal.CheckCommand(opts.Bin, r.Moved, true), r.Moved)
+	if out.Crash != "" {
+		path := filepath.Join(filepath.Dir(r.Moved), checkLog)
+		if werr := os.WriteFile(path, []byte(out.Crash), 0o600); werr == nil {
+			opts.Log.Warn().Str("file", path).Msg("the salvage crashed; its output is kept")
+		}
+	}
+	if err != nil {
+		r.Lost = err.Error()
+		return nil
+	}
+	r.Salvaged, r.Skipped = out.Report.Kept, out.Report.Skipped
+	return out.Records
+}
+
+// identityIn finds the old journal's identity among salvaged records.
+func identityIn(records []journal.Record) (journal.Identity, bool) {
+	for _, rec := range records {
+		if rec.Key != journal.KeyIdentity {
+			continue
+		}
+		var id journal.Identity
+		if json.Unmarshal(rec.Value, &id) == nil && id.ID != "" && id.Name != "" {
+			return id, true
+		}
+	}
+	return journal.Identity{}, false
+}
+
+// startJournal creates the new journal: the identity first, then the
+// salvaged records (the identity record among them is the kept one's).
+func startJournal(path string, id journal.Identity, hasID bool, records []journal.Record, clk clock.Clock) error {
+	j, err := journal.Open(journal.Options{Dir: path, Clock: clk})
+	if err != nil {
+		return err
+	}
+	if hasID {
+		if _, err := j.AdoptIdentity(id); err != nil {
+			return errors.Join(err, j.Close())
+		}
+	}
+	var rest []journal.Record
+	for _, rec := range records {
+		if rec.Key != journal.KeyIdentity {
+			rest = append(rest, rec)
+		}
+	}
+	if _, err := j.Import(rest); err != nil {
+		return errors.Join(err, j.Close())
+	}
+	return j.Close()
+}
+
+// ReinitJournalOffline is `engenho reinit journal` without a daemon: it
+// takes the data directory's lock (DMN-2), so it never races a daemon
+// starting on it, and holds it through the move.
+func ReinitJournalOffline(ctx context.Context, dataDir string, opts ReinitOptions) (JournalReinit, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.New()
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "journal")); err != nil {
+		return JournalReinit{}, fmt.Errorf("reinit journal: %w", err)
+	}
+	dir, err := datadir.Open(dataDir, opts.Clock)
+	if err != nil {
+		return JournalReinit{}, err
+	}
+	if err := dir.Lock(); err != nil {
+		return JournalReinit{}, err
+	}
+	defer dir.Unlock()
+	return ReinitJournal(ctx, dir, opts)
+}
