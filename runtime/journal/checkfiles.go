@@ -208,7 +208,7 @@ func checkTable(dir, path string, compression options.CompressionType) (maxVersi
 	t, err := table.OpenTable(mf, table.Options{ReadOnly: true, ChkMode: options.NoVerification,
 		Compression: compression, BlockSize: 4 << 10, BloomFalsePositive: 0.01})
 	if err != nil {
-		return 0, damaged(dir, path, "table does not open: %v", err)
+		return 0, damaged(dir, path, "table is damaged: it does not open (%v)", err)
 	}
 	if err := t.VerifyChecksum(); err != nil {
 		return 0, damaged(dir, path, "table is damaged: %v", err)
