@@ -5,7 +5,7 @@
 #   make bench   the benchmark tables (PERF-1..PERF-7)
 #   make chaos   the CI chaos campaign; make soak a long one
 #   make fuzz    every fuzz target for a fixed time
-#   make lint    go vet and gofmt
+#   make lint    go vet, gofmt and go mod tidy
 
 GO        ?= go
 BIN       := cmd/engenho/engenho
@@ -44,6 +44,8 @@ bench: build
 	ENGENHO_PERF=1 $(GO) test -count=1 -run TestPrintPerfTable -v ./runtime/journal/
 	@echo "== PERF-7 control socket status of 1,000 services"
 	$(GO) test -run '^$$' -bench Status -benchtime 20x ./runtime/control/
+	@echo "== SVC-13 rollout fail-fast: apply to deploy.failed, healthcheck interval 1s, retries 2, real processes"
+	$(GO) test -run '^$$' -bench SVC13RolloutFailFast -benchtime 5x ./actors/treetest/
 	@echo "== balancer"
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./runtime/balancer/
 
@@ -64,6 +66,7 @@ fuzz:
 
 lint:
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 clean:

@@ -17,6 +17,9 @@ const (
 	ServicePaused    ServiceState = "paused"
 	ServiceWaiting   ServiceState = "waiting"
 	ServiceFailing   ServiceState = "failing"
+	// ServiceBackoff: a slot is down and its ladder puts the next attempt
+	// later (SUP-10); NextAttempt says when.
+	ServiceBackoff ServiceState = "backoff"
 )
 
 // ServiceStatus is a service actor's published snapshot (SVC-19).
@@ -32,6 +35,12 @@ type ServiceStatus struct {
 	Running    int          `json:"running"`
 	Healthy    int          `json:"healthy"`
 	Stopped    bool         `json:"stopped,omitempty"`
+	// Reason is why the slot the state is about last failed (an exit code
+	// or signal, the probe's output, a driver error), while one fails or
+	// backs off; NextAttempt is when that slot starts again, while it backs
+	// off (SVC-19, SUP-18).
+	Reason      string     `json:"reason,omitempty"`
+	NextAttempt *time.Time `json:"next_attempt,omitempty"`
 	// Rollout is the rollout slot by slot while one runs.
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// FailureOutput is the output of the last replica that failed to come
@@ -40,6 +49,9 @@ type ServiceStatus struct {
 	Ports         []PortStatus    `json:"ports,omitempty"`
 	Replicas      []ReplicaStatus `json:"replicas,omitempty"`
 	UpdatedAt     time.Time       `json:"updated_at"`
+	// Overrides are the values operators' commands hold instead of the
+	// stack file's (SVC-23); the daemon adds them to the board's copy.
+	Overrides []Override `json:"overrides,omitempty"`
 }
 
 // RolloutStatus shows a rollout slot by slot (SVC-19).

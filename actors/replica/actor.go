@@ -167,30 +167,39 @@ func (a *Actor) perform(fx []Effect) {
 }
 
 // doOp runs one driver call in a goroutine bounded by the step timeout
-// (SUP-4, SVC-11) and reports back as a message.
+// (SUP-4, SVC-11) and reports back as a message. A driver that does not
+// answer within the bound, even one that ignores its context, is reported
+// as a transient failure, so the replica's step is never held longer.
 func (a *Actor) doOp(op Op, grace time.Duration) {
 	drv, name, spec, self, eng := a.env.Driver, a.p.Spec.Name, a.p.Spec, a.h.PID(), a.h.Engine()
-	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, a.env.StepTimeout)
+	clk, bound, log := a.h.Clock(), a.env.StepTimeout, a.h.Log()
+	ctx, cancel := clock.WithTimeout(clk, a.ctx, bound)
 	go func() {
 		defer cancel()
-		var st drivers.Status
-		var err error
-		switch op {
-		case OpCreate:
-			err = drv.Create(ctx, spec)
-		case OpStart:
-			err = drv.Start(ctx, name)
-		case OpStop:
-			err = drv.Stop(ctx, name, grace)
-		case OpDelete:
-			err = drv.Delete(ctx, name)
-		case OpInspect:
-			st, err = drv.Inspect(ctx, name)
+		res, answered := supervise.Bounded(ctx, clk, func(ctx context.Context) messages.ReplicaOpDone {
+			res := messages.ReplicaOpDone{Op: op}
+			switch op {
+			case OpCreate:
+				res.Err = drv.Create(ctx, spec)
+			case OpStart:
+				res.Err = drv.Start(ctx, name)
+			case OpStop:
+				res.Err = drv.Stop(ctx, name, grace)
+			case OpDelete:
+				res.Err = drv.Delete(ctx, name)
+			case OpInspect:
+				res.Status, res.Err = drv.Inspect(ctx, name)
+			}
+			return res
+		})
+		if !answered {
+			log.Warn().Str("op", string(op)).Dur("bound", bound).Msg("driver call ignored its deadline; abandoned")
+			res = messages.ReplicaOpDone{Op: op, Err: drivers.Errorf(drv.Name(), string(op), name, drivers.ErrTransient,
+				"no answer within the step bound (%s); the call was abandoned", bound)}
+		} else if res.Err != nil && ctx.Err() != nil && a.ctx.Err() == nil {
+			res.Err = drivers.Wrap(drv.Name(), string(op), name, drivers.ErrTransient, context.Cause(ctx))
 		}
-		if err != nil && ctx.Err() != nil && a.ctx.Err() == nil {
-			err = drivers.Wrap(drv.Name(), string(op), name, drivers.ErrTransient, context.Cause(ctx))
-		}
-		eng.Send(self, messages.ReplicaOpDone{Op: op, Err: err, Status: st})
+		eng.Send(self, res)
 	}()
 }
 

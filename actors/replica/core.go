@@ -293,6 +293,9 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 	case drivers.StateStopped:
 		if s.Running || ours || afterFailed || adopting {
 			reason := "found stopped"
+			if st.ExitCode > 0 {
+				reason = fmt.Sprintf("found stopped, exit code %d", st.ExitCode)
+			}
 			if afterFailed {
 				reason = s.LastError
 			}
@@ -320,6 +323,11 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 		// verified healthy again.
 		fx := []Effect{{Kind: Emit, Event: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
 		s = run(cfg, s, st.StartedAt, now)
+		if !cfg.Probe.Enabled() {
+			var more []Effect
+			s, more = observeStable(cfg, s, now, true)
+			fx = append(fx, more...)
+		}
 		return s, append(fx, probeNow(s, now)...)
 	}
 	// Our own start, an adoption, or a failed start that something else
@@ -329,6 +337,12 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	var fx []Effect
 	if adopting {
 		fx = append(fx, Effect{Kind: StartWatch})
+	}
+	if !cfg.Probe.Enabled() {
+		// In rotation while it runs: its stable window starts now (SUP-11).
+		var more []Effect
+		s, more = observeStable(cfg, s, now, true)
+		fx = append(fx, more...)
 	}
 	return s, append(fx, probeNow(s, now)...)
 }
@@ -383,21 +397,26 @@ func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []E
 	}
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: "exited cleanly; restart policy on-failure leaves it down"}}
+		s.LastError = "exited cleanly; restart policy on-failure leaves it down"
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: s.LastError}}
 	}
 	return charge(cfg, s, now, reason)
 }
 
 // charge counts one failure against the restart policy and the ladder and
-// sets when the next attempt may run (SUP-10, SUP-12, SUP-16).
+// sets when the next attempt may run (SUP-10, SUP-12, SUP-16). The reason
+// is the replica's last error from here on: status shows it (SVC-19).
 func charge(cfg Config, s State, now time.Time, reason string) (State, []Effect) {
+	s.LastError = reason
 	if cfg.Policy.Condition == "none" {
 		s.Phase = PhaseFailed
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: "restart policy none leaves it down: " + reason}}
+		s.LastError = "restart policy none leaves it down: " + reason
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: s.LastError}}
 	}
 	if limit(cfg.Policy, &s, now) {
 		s.Phase = PhaseFailed
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelError, Message: "restart limit reached: " + reason}}
+		s.LastError = "restart limit reached: " + reason
+		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelError, Message: s.LastError}}
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)

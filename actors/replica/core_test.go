@@ -469,3 +469,73 @@ func hasTimer(fx []Effect, kind TimerKind) bool {
 	}
 	return false
 }
+
+// SVC-19, SUP-18 (issue 13): every failure leaves its reason as the
+// replica's last error, which status shows in LAST PROBE and last_error:
+// the exit code, the signal, the probe output, the spent policy.
+func TestSVC19LastErrorCarriesTheReason(t *testing.T) {
+	cases := []struct {
+		name   string
+		setup  func(m *sim)
+		exit   drivers.Exit
+		reason string
+	}{
+		{"exit code", nil, drivers.Exit{ExitCode: 1}, "exited with code 1"},
+		{"signal", nil, drivers.Exit{ExitCode: -1, Signal: "killed"}, "killed by signal killed"},
+		{"SUP-16 restart policy none", func(m *sim) { m.cfg.Policy.Condition = "none" }, drivers.Exit{ExitCode: 3},
+			"restart policy none leaves it down: exited with code 3"},
+		{"SUP-16 on-failure, clean exit", func(m *sim) { m.cfg.Policy.Condition = "on-failure" }, drivers.Exit{ExitCode: 0},
+			"exited cleanly; restart policy on-failure leaves it down"},
+		{"SUP-16 restart limit", func(m *sim) {
+			m.cfg.Policy.MaxAttempts, m.cfg.Policy.Window = 1, time.Hour
+			m.s.Attempts = []time.Time{t0}
+		},
+			drivers.Exit{ExitCode: 2}, "restart limit reached: exited with code 2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newSim(t, false)
+			if c.setup != nil {
+				c.setup(m)
+			}
+			m.boot().do(Exited{Exit: c.exit})
+			if m.s.LastError != c.reason {
+				t.Fatalf("last error %q, want %q", m.s.LastError, c.reason)
+			}
+		})
+	}
+	// A health restart: the probe's output (SUP-14).
+	m := newSim(t, true).boot()
+	m.do(result(probe.Healthy, m.now))
+	m.do(Probed{Result: probe.Result{Outcome: probe.Unhealthy, At: m.now, Output: "HTTP 503"}})
+	m.do(Probed{Result: probe.Result{Outcome: probe.Unhealthy, At: m.now, Output: "HTTP 503"}})
+	if m.s.LastError != "unhealthy: HTTP 503" {
+		t.Fatalf("last error %q after a health restart", m.s.LastError)
+	}
+	// Found stopped by an inspection: with the exit code the driver knows.
+	m = newSim(t, false).boot()
+	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped, ExitCode: 4}})
+	if m.s.LastError != "found stopped, exit code 4" {
+		t.Fatalf("last error %q", m.s.LastError)
+	}
+}
+
+// SUP-11: with no healthcheck a replica is stable while it runs in
+// rotation, so 5m of it drops the ledger: a service that stopped crashing
+// does not carry its failures forever.
+func TestSUP11StableWindowWithoutHealthcheck(t *testing.T) {
+	m := newSim(t, false).boot()
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantOp(OpStart)
+	m.do(OpDone{Op: OpStart})
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseServing, true)
+	at := m.timer(TimerStable)
+	if !m.s.HasEntry || at.Sub(m.now) != 5*time.Minute {
+		t.Fatalf("entry %v, stable timer at +%s", m.s.HasEntry, at.Sub(m.now))
+	}
+	m.now = at
+	m.do(Tick{Timer: TimerStable})
+	if m.s.HasEntry {
+		t.Fatal("entry kept after 5m running without a healthcheck")
+	}
+}

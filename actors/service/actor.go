@@ -117,11 +117,7 @@ func (a *Actor) Receive(c *actor.Context) {
 			a.plan()
 		}
 	case messages.ServiceDefinition:
-		fresh := m.Current.Deployment != a.current.Deployment
 		a.define(m)
-		if fresh {
-			a.retry() // a new deployment clears the backoff (SUP-17)
-		}
 		a.planSoon()
 	case messages.ServiceIntent:
 		a.intent(m)
@@ -149,10 +145,12 @@ func (a *Actor) define(def messages.ServiceDefinition) {
 		t := targetOf(*def.Previous)
 		prev = &t
 	}
-	a.s = SetTarget(a.s, targetOf(def.Current), prev)
+	var acts []Action
+	a.s, acts = Redefine(a.s, targetOf(def.Current), prev)
 	if len(a.current.Definition.DependsOn) == 0 {
 		a.s.DepsMet = true
 	}
+	a.perform(acts) // none for the first definition, before the actor starts
 }
 
 func (a *Actor) start() {
@@ -189,11 +187,19 @@ func (a *Actor) stopped() {
 func (a *Actor) list() {
 	drv, self, eng := a.drv, a.h.PID(), a.h.Engine()
 	sel := drivers.Labels{drivers.LabelStack: a.stack, drivers.LabelService: a.name}
-	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, stepTimeout(a.current.Definition, a.env))
+	clk, bound := a.h.Clock(), stepTimeout(a.current.Definition, a.env)
+	ctx, cancel := clock.WithTimeout(clk, a.ctx, bound)
 	go func() {
 		defer cancel()
-		found, err := drv.List(ctx, sel)
-		eng.Send(self, messages.ServiceListed{Instances: found, Err: err})
+		res, answered := supervise.Bounded(ctx, clk, func(ctx context.Context) messages.ServiceListed {
+			found, err := drv.List(ctx, sel)
+			return messages.ServiceListed{Instances: found, Err: err}
+		})
+		if !answered {
+			res.Err = drivers.Errorf(drv.Name(), "list", "", drivers.ErrTransient,
+				"no answer within the step bound (%s); the call was abandoned", bound)
+		}
+		eng.Send(self, res)
 	}()
 }
 
@@ -303,7 +309,11 @@ func (a *Actor) replicaReport(m messages.ReplicaStatus) {
 	}
 	a.views[m.ID] = m
 	r.Phase, r.InRotation = m.Phase, m.InRotation && !r.Retiring
-	r.Failures, r.LastError = m.Ledger.Failures, m.LastError
+	r.Failures, r.LastError, r.NextAttempt = m.Ledger.Failures, m.LastError, m.Ledger.NextAttempt
+	if r.LastError == "" {
+		r.LastError = m.Ledger.LastReason // a restarted replica actor starts without one
+	}
+	r.Health, r.Probe, r.ServingSince = m.Health, m.LastProbe, m.ServingSince
 	if m.Replace {
 		r.Leaving, r.InRotation = true, false
 	}
@@ -343,11 +353,15 @@ func (a *Actor) plan() {
 		return
 	}
 	a.s.DepsMet = a.s.DepsMet || a.depsMet()
+	now := a.h.Clock().Now()
 	var acts []Action
-	a.s, acts = Plan(a.s, a.h.Clock().Now())
-	healthy := Summarize(a.s, "").Healthy
+	a.s, acts = Plan(a.s, now)
+	sum := Summarize(a.s, "", now)
 	var more []Action
-	a.alarm, more = a.alarm.Watch(healthy, a.s.Rollout != nil, a.h.Clock().Now(), a.current.Definition.Engenho.UnhealthyEventAfter)
+	a.alarm, more = a.alarm.Watch(sum.Steady, a.s.Rollout != nil, now, a.current.Definition.Engenho.UnhealthyEventAfter)
+	if !sum.Recheck.IsZero() {
+		more = append(more, Action{Kind: Wake, At: sum.Recheck})
+	}
 	a.perform(append(acts, more...))
 	a.updateRotation()
 	a.publish()
@@ -376,6 +390,8 @@ func (a *Actor) perform(acts []Action) {
 			a.emit(act.Event, act.Level, act.Message)
 		case Wake:
 			a.wakeAtLatest(act.At)
+		case ClearBackoff:
+			a.retry()
 		}
 	}
 }
@@ -557,12 +573,16 @@ func (a *Actor) emit(kind string, level messages.Level, msg string) {
 
 // publish puts the service's snapshot on the board and tells the stack.
 func (a *Actor) publish() {
-	sum := Summarize(a.s, a.waitingFor())
+	sum := Summarize(a.s, a.waitingFor(), a.h.Clock().Now())
 	st := messages.ServiceStatus{
-		Stack: a.stack, Service: a.name, State: sum.State, Message: sum.Message,
+		Stack: a.stack, Service: a.name, State: sum.State, Message: sum.Message, Reason: sum.Reason,
 		Revision: a.s.Target.Revision, Deployment: a.s.Target.Deployment, Driver: a.current.Definition.Driver,
 		Desired: a.s.Target.Replicas, Running: sum.Running, Healthy: sum.Healthy, Stopped: a.s.Stopped,
 		Rollout: rolloutStatus(a.s), UpdatedAt: a.h.Clock().Now(),
+	}
+	if !sum.NextAttempt.IsZero() {
+		next := sum.NextAttempt
+		st.NextAttempt = &next
 	}
 	if sum.State != messages.ServiceConverged {
 		st.FailureOutput = a.failureOutput()

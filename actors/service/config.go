@@ -20,7 +20,8 @@ func targetOf(r messages.ServiceRevision) Target {
 		Replicas:   svc.Deploy.Replicas,
 		Update: Update{Parallelism: u.Parallelism, Delay: u.Delay, Order: u.Order,
 			FailureAction: u.FailureAction, Monitor: u.Monitor},
-		Deadline: svc.Healthcheck.Deadline(),
+		Deadline:  svc.Healthcheck.Deadline(),
+		Immediate: svc.Engenho.Backoff.Immediate,
 	}
 }
 

@@ -25,6 +25,9 @@ type Target struct {
 	Update     Update
 	// Deadline is how long a new instance may take to serve (SVC-13).
 	Deadline time.Duration
+	// Immediate is the ladder's count of failures retried at once (SUP-10):
+	// a slot with that many failures and not yet stable is crash-looping.
+	Immediate int
 }
 
 func (t Target) key() string { return t.Deployment + "/" + t.Revision }
@@ -43,9 +46,17 @@ type Replica struct {
 	Intent    messages.Intent
 	// Retiring: the service has started retiring it (draining or stopping).
 	Retiring bool
-	// Failures is the slot's ladder count; LastError why it last failed.
-	Failures  int
-	LastError string
+	// Failures is the slot's ladder count; LastError why it last failed;
+	// NextAttempt when the ladder lets it start again.
+	Failures    int
+	LastError   string
+	NextAttempt time.Time
+	// Health is the probe status (none, starting, healthy, unhealthy) and
+	// Probe the last probe's output.
+	Health string
+	Probe  string
+	// ServingSince is when it last came into rotation.
+	ServingSince time.Time
 	// Leaving: the replica gave up its instance (missing or replaced) and
 	// no longer holds its slot.
 	Leaving bool
@@ -80,6 +91,8 @@ type State struct {
 	// Adopted: the instances the driver had were listed and adopted; no
 	// planning happens before, so nothing is created twice.
 	Adopted bool
+	// Defined is the revision of the last definition the stack sent.
+	Defined string
 }
 
 // ActionKind is what the shell is asked to do.
@@ -93,6 +106,9 @@ const (
 	MarkFailed
 	Emit
 	Wake
+	// ClearBackoff: every replica's ladder and spent restart policy are
+	// cleared (SUP-17).
+	ClearBackoff
 )
 
 // Action is one thing for the shell to do.
@@ -107,6 +123,54 @@ type Action struct {
 	Level   messages.Level
 	Message string
 	At      time.Time
+}
+
+// Redefine takes the service's definition from the stack, which sends it
+// again whenever the stack gets a new deployment. Only a new revision of
+// this service (its definition changed, a redeploy, a stack rollback)
+// clears the backoff (SUP-17). A deployment that changed other services of
+// the stack, or only this one's replica count or update settings, leaves
+// its ladders, a rollback it made and a revision that failed as they are.
+func Redefine(s State, t Target, prev *Target) (State, []Action) {
+	if s.Defined != "" && s.Defined == t.Revision {
+		return sameRevision(s, t)
+	}
+	first := s.Defined == ""
+	s.Defined = t.Revision
+	s = SetTarget(s, t, prev)
+	if first {
+		return s, nil
+	}
+	return s, []Action{{Kind: ClearBackoff}}
+}
+
+// sameRevision takes a definition whose revision did not change: the new
+// deployment id, replica count and settings apply to what the planner is
+// doing now.
+func sameRevision(s State, t Target) (State, []Action) {
+	s = copyMaps(s)
+	switch {
+	case s.Pending != nil:
+		p := t
+		s.Pending = &p
+		return s, nil
+	case s.Target.Revision != t.Revision:
+		// Rolled back (SVC-13): it stays on the revision it went back to.
+		rev := s.Target.Revision
+		s.Target, s.Target.Revision = t, rev
+		return s, nil
+	}
+	var acts []Action
+	if s.Failed[s.Target.key()] && !s.Failed[t.key()] {
+		// Still the revision that failed: it is not retried (SVC-13, SVC-14).
+		s.Failed[t.key()] = true
+		acts = append(acts, Action{Kind: MarkFailed, Target: t})
+	}
+	if s.Rollout != nil && s.Rollout.Target.Revision == t.Revision {
+		s.Rollout.Target = t
+	}
+	s.Target = t
+	return s, acts
 }
 
 // SetTarget takes a new definition. Mid-batch it waits for the batch
@@ -213,7 +277,8 @@ func intents(s State) []Action {
 // avoidFailed: a target whose (deployment, revision) failed with rollback
 // goes back to the previous definition at once (SVC-14).
 func avoidFailed(s State) (State, []Action) {
-	if !s.Failed[s.Target.key()] || s.Target.Update.FailureAction != "rollback" || s.Previous == nil {
+	if !s.Failed[s.Target.key()] || s.Target.Update.FailureAction != "rollback" || s.Previous == nil ||
+		s.Failed[s.Previous.key()] {
 		return s, nil
 	}
 	failed := s.Target
@@ -447,6 +512,10 @@ func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
 			}
 		case !ro.Seen[sn].IsZero():
 			return fail(s, now, fmt.Sprintf("slot %d left rotation during the %s monitor", sn, s.Target.Update.Monitor))
+		case cur.Health == "unhealthy":
+			// Its healthcheck failed `retries` times after start_period:
+			// the batch fails now, not at the deadline (SVC-13).
+			return fail(s, now, fmt.Sprintf("slot %d turned unhealthy: %s", sn, orUnknown(cur.Probe)))
 		default:
 			if !now.Before(deadline) {
 				return fail(s, now, fmt.Sprintf("slot %d did not become healthy within %s", sn, s.Target.Deadline))
@@ -517,6 +586,13 @@ func fail(s State, now time.Time, why string) (State, []Action) {
 		}
 	}
 	return s, acts
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no reason recorded"
+	}
+	return s
 }
 
 func earliest(a, b time.Time) time.Time {

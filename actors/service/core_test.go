@@ -13,7 +13,7 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func target(dep, rev string, n int, order string) Target {
-	return Target{Deployment: dep, Revision: rev, Replicas: n, Deadline: 2 * time.Minute,
+	return Target{Deployment: dep, Revision: rev, Replicas: n, Deadline: 2 * time.Minute, Immediate: 3,
 		Update: Update{Parallelism: 1, Delay: 10 * time.Second, Order: order, FailureAction: "pause", Monitor: 5 * time.Second}}
 }
 
@@ -193,7 +193,7 @@ func TestSVC13DeadlinePauses(t *testing.T) {
 		t.Fatal("not marked failed and paused")
 	}
 	w.gone().plan().want("1:a+ 2:a+")
-	if got := Summarize(w.s, "").State; got != messages.ServicePaused {
+	if got := Summarize(w.s, "", w.now).State; got != messages.ServicePaused {
 		t.Fatalf("state %s", got)
 	}
 }
@@ -318,7 +318,7 @@ func TestSVC18WaitsForDependencies(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "stop-first"))
 	w.s.DepsMet = false
 	w.plan().want("")
-	if got := Summarize(w.s, "db").State; got != messages.ServiceWaiting {
+	if got := Summarize(w.s, "db", w.now).State; got != messages.ServiceWaiting {
 		t.Fatalf("state %s", got)
 	}
 	w.s.DepsMet = true
@@ -343,19 +343,19 @@ func TestSVC8FillsSlotOfMissingInstance(t *testing.T) {
 // SVC-19: converged only when every slot serves the current revision.
 func TestSVC19Summary(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "stop-first")).plan()
-	if got := Summarize(w.s, ""); got.State != messages.ServiceStarting {
+	if got := Summarize(w.s, "", w.now); got.State != messages.ServiceStarting {
 		t.Fatalf("state %s", got.State)
 	}
 	w.serve("a")
-	if got := Summarize(w.s, ""); got.State != messages.ServiceConverged || got.Healthy != 2 {
+	if got := Summarize(w.s, "", w.now); got.State != messages.ServiceConverged || got.Healthy != 2 {
 		t.Fatalf("summary %+v", got)
 	}
 	for id, r := range w.s.Replicas {
-		r.Phase, r.InRotation, r.Failures, r.LastError = "failed", false, 9, "exited 1"
+		r.Phase, r.InRotation, r.Failures, r.LastError = "failed", false, 9, "restart limit reached: exited with code 1"
 		w.s.Replicas[id] = r
 		break
 	}
-	if got := Summarize(w.s, ""); got.State != messages.ServiceFailing || !strings.Contains(got.Message, "restart limit") {
+	if got := Summarize(w.s, "", w.now); got.State != messages.ServiceFailing || !strings.Contains(got.Message, "restart limit") {
 		t.Fatalf("summary %+v", got)
 	}
 }
@@ -440,4 +440,139 @@ func TestPlannerConvergesProperty(t *testing.T) {
 			}
 		}
 	})
+}
+
+// markNew sets every replica of rev that is not retiring.
+func (w *world) markNew(rev string, f func(r *Replica)) *world {
+	for id, r := range w.s.Replicas {
+		if r.Revision == rev && !r.Retiring {
+			f(&r)
+			w.s.Replicas[id] = r
+		}
+	}
+	return w
+}
+
+// SVC-13: a new instance whose healthcheck has failed `retries` times
+// after start_period (the replica reports health unhealthy) fails its
+// batch at once, long before the deadline, and failure_action applies at
+// once: pause retires the new instance beside the old (start-first),
+// rollback goes back to the previous revision.
+func TestSVC13UnhealthyNewInstanceFailsAtOnce(t *testing.T) {
+	for _, action := range []string{"pause", "rollback"} {
+		t.Run(action, func(t *testing.T) {
+			w := newWorld(t, target("d1", "a", 2, "start-first")).plan().serve("a").plan()
+			next := target("d2", "b", 2, "start-first")
+			next.Update.FailureAction = action
+			prev := w.s.Target
+			w.s, _ = Redefine(w.s, next, &prev)
+			w.plan().want("1:a+ 1:b 2:a+")
+			w.advance(2*time.Second).markNew("b", func(r *Replica) { r.Phase, r.Health = "probing", "starting" }).plan()
+			if w.has(Emit, messages.KindDeployFailed) {
+				t.Fatal("failed while still starting")
+			}
+			w.advance(time.Second).markNew("b", func(r *Replica) {
+				r.Phase, r.Health, r.Probe = "stopping", "unhealthy", "exit code 1"
+			}).plan()
+			w.wantEvent(messages.KindDeployFailed)
+			if !w.has(MarkFailed, "") {
+				t.Fatal("revision not marked failed")
+			}
+			for _, a := range w.acts {
+				if a.Kind == Emit && a.Event == messages.KindDeployFailed && !strings.Contains(a.Message, "slot 1 turned unhealthy: exit code 1") {
+					t.Fatalf("deploy.failed says %q", a.Message)
+				}
+			}
+			switch action {
+			case "pause":
+				w.wantEvent(messages.KindRolloutPaused).want("1:a+ 1:bx 2:a+")
+			case "rollback":
+				w.wantEvent(messages.KindRolloutRolledBack)
+				if w.s.Target.Revision != "a" {
+					t.Fatalf("target %s after rollback", w.s.Target.Revision)
+				}
+				w.want("1:a+ 1:bx 2:a+")
+			}
+		})
+	}
+}
+
+// SUP-17: only a new revision of this service clears its backoff; the
+// stack sending the same revision again (another service changed, or only
+// the replica count) does not (issue 13: a failing service's restart count
+// jumped from 3 to 7 after an unrelated edit).
+func TestSUP17OnlyANewRevisionClearsBackoff(t *testing.T) {
+	cases := []struct {
+		name  string
+		next  Target
+		clear bool
+	}{
+		{"another service of the stack changed", target("d2", "a", 1, "stop-first"), false},
+		{"scaled", target("d2", "a", 3, "stop-first"), false},
+		{"new definition", target("d2", "b", 1, "stop-first"), true},
+		{"redeploy", target("d2", "a-r1", 1, "stop-first"), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := State{Replicas: map[string]Replica{}, Failed: map[string]bool{}}
+			s, acts := Redefine(s, target("d1", "a", 1, "stop-first"), nil)
+			if len(acts) != 0 {
+				t.Fatalf("first definition: %+v", acts)
+			}
+			prev := s.Target
+			s, acts = Redefine(s, c.next, &prev)
+			cleared := len(acts) == 1 && acts[0].Kind == ClearBackoff
+			if cleared != c.clear || (!c.clear && len(acts) != 0) {
+				t.Fatalf("actions %+v, want clear=%v", acts, c.clear)
+			}
+			if s.Target != c.next {
+				t.Fatalf("target %+v, want %+v", s.Target, c.next)
+			}
+		})
+	}
+}
+
+// SVC-13, SVC-14, issue 13: an edit of another service (a new deployment
+// with this service's revision unchanged) leaves what this service decided
+// alone: a revision that failed and paused is not retried, a rollback
+// stays rolled back, and nothing flips back and forth.
+func TestSVC14UnrelatedEditKeepsFailedRevision(t *testing.T) {
+	for _, action := range []string{"pause", "rollback"} {
+		t.Run(action, func(t *testing.T) {
+			w := newWorld(t, target("d1", "a", 1, "start-first"))
+			w.s, _ = Redefine(w.s, w.s.Target, nil)
+			w.plan().serve("a").plan()
+			bad := target("d2", "b", 1, "start-first")
+			bad.Update.FailureAction = action
+			prev := w.s.Target
+			w.s, _ = Redefine(w.s, bad, &prev)
+			w.plan().advance(3 * time.Minute).plan().wantEvent(messages.KindDeployFailed)
+			w.gone().plan().want("1:a+")
+			// Another service of the stack changed: deployment d3, and the
+			// stack's previous deployment has this service at b too.
+			edit := bad
+			edit.Deployment = "d3"
+			before := w.s.Target.Revision
+			var acts []Action
+			w.s, acts = Redefine(w.s, edit, &bad)
+			for _, a := range acts {
+				if a.Kind == ClearBackoff {
+					t.Fatal("the unrelated edit cleared the backoff")
+				}
+			}
+			for i := 0; i < 5; i++ {
+				w.plan().gone().advance(10 * time.Second)
+				if w.has(Spawn, "") || w.has(Emit, messages.KindRolloutStarted) || w.has(Emit, messages.KindRolloutRolledBack) {
+					t.Fatalf("pass %d after the edit: %+v", i, w.acts)
+				}
+			}
+			w.want("1:a+")
+			if action == "rollback" && w.s.Target.Revision != before {
+				t.Fatalf("target %s, was %s", w.s.Target.Revision, before)
+			}
+			if action == "pause" && !w.s.Failed["d3/b"] {
+				t.Fatalf("failed revisions %v: b is not remembered for d3", w.s.Failed)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -462,5 +463,43 @@ func TestInjectPanicByPath(t *testing.T) {
 	}
 	if f, ok := res.(messages.DeliverFailed); !ok || f.Path != "root/none" {
 		t.Fatalf("answer %#v", res)
+	}
+}
+
+// SVC-11, SUP-4: Bounded returns what the call returns; a call that
+// ignores its context is given up AbandonGrace after the context ended,
+// on the clock, and its late result is dropped.
+func TestBounded(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	if v, ok := Bounded(context.Background(), clk, func(context.Context) int { return 7 }); !ok || v != 7 {
+		t.Fatalf("a call that answers: %d %v", v, ok)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	polite, _ := Bounded(ctx, clk, func(ctx context.Context) error { cancel(); <-ctx.Done(); return ctx.Err() })
+	if polite != context.Canceled {
+		t.Fatalf("a call that honours its context: %v", polite)
+	}
+
+	release := make(chan struct{})
+	defer close(release)
+	ctx, cancel = context.WithCancel(context.Background())
+	got := make(chan bool, 1)
+	go func() {
+		_, ok := Bounded(ctx, clk, func(context.Context) int { <-release; return 1 })
+		got <- ok
+	}()
+	cancel()
+	if !clk.WaitForTimers(1, 10*time.Second) { // Bounded has armed its grace
+		t.Fatal("Bounded armed no grace")
+	}
+	clk.Advance(AbandonGrace - time.Millisecond)
+	select {
+	case <-got:
+		t.Fatal("gave up before the grace")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	if ok := <-got; ok {
+		t.Fatal("a deaf call was reported answered")
 	}
 }

@@ -21,24 +21,31 @@ func init() {
 				"re-reads the config. The control socket is DATA/control/engenho.sock.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return runDaemon(configPath, dataDir, logFormat)
+				format, err := logging.ParseFormat(logFormat)
+				if err != nil {
+					return usageError(fmt.Errorf("--log-format: %w", err))
+				}
+				return runDaemon(configPath, dataDir, format, cmd.Flags().Changed("log-format"))
 			},
 		}
 		cmd.Flags().StringVar(&configPath, "config", "/etc/engenho/engenho.yaml", "daemon config file")
 		cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (overrides the config's data_dir; default /var/lib/engenho)")
-		cmd.Flags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), json or console")
+		cmd.Flags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), json or console; overrides the config's log.format")
 		return cmd
 	})
 }
 
-func runDaemon(configPath, dataDir, logFormat string) error {
+// runDaemon runs the daemon. The logger starts in the flag's format; unless
+// the flag was given, the daemon switches it to the config's log.format
+// once it has read the file (DMN-17).
+func runDaemon(configPath, dataDir, logFormat string, formatFixed bool) error {
 	log := logging.New(os.Stderr, logFormat, zerolog.InfoLevel)
 	logging.RouteSlog(log.Logger)
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the engenho binary: %w", err)
 	}
-	d, err := daemon.New(daemon.Options{ConfigPath: configPath, DataDir: dataDir, Bin: bin, Log: log})
+	d, err := daemon.New(daemon.Options{ConfigPath: configPath, DataDir: dataDir, Bin: bin, Log: log, LogFormatFixed: formatFixed})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,11 +33,26 @@ func init() {
 					if err != nil {
 						return err
 					}
-					return s.show(res, func() string {
-						return fmt.Sprintf("%s/%s: %d -> %d replicas\n", res.Stack, res.Service, res.From, res.To)
-					})
+					return s.show(res, func() string { return formatScale(res, time.Now()) })
 				})
 			},
 		}
 	})
+}
+
+// formatScale: "web/api: 3 -> 5 replicas (the stack file says 3; kept
+// until the file changes deploy.replicas)" (SVC-23).
+func formatScale(res control.ScaleResult, now time.Time) string {
+	ref := res.Stack + "/" + res.Service
+	o := res.Override
+	switch {
+	case !res.Changed && o != nil:
+		return fmt.Sprintf("%s: already %d replicas (the stack file says %s; scaled by %s at %s)\n", ref, res.To, o.File, o.By, clockAt(o.At, now))
+	case !res.Changed:
+		return fmt.Sprintf("%s: already %d replicas, the stack file's count\n", ref, res.To)
+	case o != nil:
+		return fmt.Sprintf("%s: %d -> %d replicas (the stack file says %s; kept across restarts and reloads until the file changes deploy.replicas)\n",
+			ref, res.From, res.To, o.File)
+	}
+	return fmt.Sprintf("%s: %d -> %d replicas (the stack file's count; no override left)\n", ref, res.From, res.To)
 }

@@ -65,10 +65,10 @@ func formatStatus(res control.StatusResult, now time.Time) string {
 		return b.String()
 	}
 	if len(res.Services) > 0 {
-		b.WriteString("\n" + serviceTable(res.Services))
+		b.WriteString("\n" + serviceTable(res.Services, now))
 	}
 	for _, svc := range res.Services {
-		b.WriteString("\n" + serviceDetail(svc))
+		b.WriteString("\n" + serviceDetail(svc) + overrideLines(svc, now))
 	}
 	if len(res.Hosts) > 0 {
 		b.WriteString("\n" + hostTable(res.Hosts, now))
@@ -121,8 +121,9 @@ func daemonLines(res control.StatusResult, now time.Time) string {
 	return t.String()
 }
 
-// serviceTable is one row per service.
-func serviceTable(services []messages.ServiceStatus) string {
+// serviceTable is one row per service; the message of one that backs off
+// ends with when its next attempt is due.
+func serviceTable(services []messages.ServiceStatus, now time.Time) string {
 	t := newTable()
 	t.row("SERVICE", "STATE", "DESIRED", "RUNNING", "HEALTHY", "REVISION", "MESSAGE")
 	for _, s := range services {
@@ -130,10 +131,20 @@ func serviceTable(services []messages.ServiceStatus) string {
 		if s.Stopped {
 			state += " (stopped)"
 		}
-		t.row(s.Stack+"/"+s.Service, state, strconv.Itoa(s.Desired), strconv.Itoa(s.Running), strconv.Itoa(s.Healthy),
-			shortRev(s.Revision), oneLine(s.Message, messageWidth))
+		t.row(s.Stack+"/"+s.Service, state, desiredCell(s), strconv.Itoa(s.Running), strconv.Itoa(s.Healthy),
+			shortRev(s.Revision), serviceMessage(s, now))
 	}
 	return t.String()
+}
+
+// serviceMessage is the message cut to its column, then the next attempt
+// ("; next attempt in 56s") so the cut never hides it.
+func serviceMessage(s messages.ServiceStatus, now time.Time) string {
+	msg := oneLine(s.Message, messageWidth)
+	if s.NextAttempt != nil {
+		msg += "; next attempt " + until(now, *s.NextAttempt)
+	}
+	return msg
 }
 
 // serviceDetail is a service's replicas, ports, rollout and, while it is

@@ -4,9 +4,11 @@
 // A run is the spec's command in a process group of its own, with the
 // spec's env (plus PATH, HOME, PORT, PORT_<target> and ENGENHO_RUN_TOKEN;
 // nothing else of the daemon's environment), working directory and user. stdout and stderr go
-// to DIR/instances/NAME/output.log, rotated by size. Stop sends SIGTERM to
-// the group, then SIGKILL after the grace. When a run's main process exits
-// the rest of its group is killed.
+// to DIR/instances/NAME/output.log, rotated by size; those and /dev/null as
+// stdin are its only descriptors. Stop sends SIGTERM to the group, then
+// SIGKILL after the grace. When a run's main process exits the rest of its
+// group is killed. The group is named through the main process's pidfd,
+// so this holds for adopted runs too, after their main process died.
 //
 // Exits are seen at once, never polled: every process is watched through a
 // pidfd in one epoll set served by one goroutine shared by all Drivers in
@@ -16,7 +18,8 @@
 // their exit is seen, not their exit code (-1).
 //
 // The spawning rule. In the daemon, every child goes through a process
-// Driver's spawner (Start and Exec). The daemon calls BecomeSubreaper so
+// Driver's spawner (Start and Exec), after MarkInheritedCloseOnExec kept
+// what the daemon inherited from reaching them. The daemon calls BecomeSubreaper so
 // orphaned grandchildren are reparented to it; the reaper then answers
 // SIGCHLD with wait4(-1), which would also reap a child started any other
 // way (os/exec and the like) and make its Wait fail. Tests that do not call

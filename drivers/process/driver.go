@@ -224,6 +224,7 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 	// Gone, or the pid now belongs to another process: the run ended while
 	// no driver watched it, with an exit code nobody saw.
 	d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("instance process is gone; not adopted")
+	d.killLeftovers(name, rec.Pid, rec.RunToken)
 	rec.Running, rec.Pid, rec.ProcStart, rec.StartedAt, rec.ExitCode, rec.Signal = false, 0, 0, time.Time{}, -1, ""
 	in.lastExit = drivers.Exit{Name: name, ExitCode: -1}
 	if err := rec.save(dir); err != nil {

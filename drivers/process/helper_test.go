@@ -29,6 +29,8 @@ func runHelper(mode string) int {
 		return helperDaemon(dir)
 	case "subreaper":
 		return helperSubreaper(dir)
+	case "group":
+		return helperGroup(dir)
 	}
 	fmt.Println("unknown helper mode", mode)
 	return 2
@@ -154,4 +156,35 @@ func startHelper(t *testing.T, mode string) (*exec.Cmd, *bufio.Scanner) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd, bufio.NewScanner(out)
+}
+
+// helperScriptEnv holds the script helperGroup runs (groupScript when
+// empty).
+const helperScriptEnv = "ENGENHO_PROCESS_HELPER_SCRIPT"
+
+// helperGroup starts a script as "grp" and waits to be SIGKILLed.
+func helperGroup(dir string) int {
+	ctx := context.Background()
+	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	script := os.Getenv(helperScriptEnv)
+	if script == "" {
+		script = groupScript
+	}
+	spec := drivers.Spec{Name: "grp", Command: []string{"sh", "-c", script}}
+	if err := d.Create(ctx, spec); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	if err := d.Start(ctx, "grp"); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	st, _ := d.Inspect(ctx, "grp")
+	fmt.Printf("started grp %d\n", st.Pid)
+	fmt.Println("ready")
+	select {}
 }

@@ -2,13 +2,18 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
 )
@@ -120,5 +125,79 @@ func TestAdoptOnlyWhenPidAndStartTimeMatch(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no exit seen for the adopted process")
+	}
+}
+
+// DRV-3, DRV-4: a pidfd on a group's leader names the group after the
+// leader died and was reaped by its parent (an adopted run's leader is
+// reaped by whoever inherited it): signalPgrp still reaches the member it
+// left, whether the kernel names the group by pidfd (Linux 6.9) or, as
+// before, by number.
+func TestSignalPgrpAfterTheLeaderIsReaped(t *testing.T) {
+	for _, byNumber := range []bool{false, true} {
+		old := groupByNumber.Load()
+		groupByNumber.Store(byNumber)
+		leader := exec.Command("sh", "-c", "sleep 1000 & echo $!; exec sleep 1000")
+		leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := leader.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := leader.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var member int
+		if _, err := fmt.Fscan(out, &member); err != nil {
+			t.Fatal(err)
+		}
+		pgid := leader.Process.Pid
+		fd, err := unix.PidfdOpen(pgid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader.Process.Kill()
+		leader.Wait() // reaped: pid pgid names no process any more
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pgid)); !os.IsNotExist(err) {
+			t.Fatalf("leader %d not reaped", pgid)
+		}
+		signalPgrp(fd, pgid, unix.SIGKILL)
+		unix.Close(fd)
+		gone := false
+		for deadline := time.Now().Add(5 * time.Second); !gone && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", member))
+			gone = err != nil || strings.Contains(string(b), ") Z ")
+		}
+		if !gone {
+			unix.Kill(member, unix.SIGKILL)
+			t.Errorf("by number %v: the member %d outlived signalPgrp", byNumber, member)
+		}
+		groupByNumber.Store(old)
+	}
+}
+
+// DRV-3: a descriptor opened without close-on-exec (as one inherited from
+// a shell is) is found and marked; one already marked is left alone.
+func TestMarkInheritedCloseOnExec(t *testing.T) {
+	open := func(flags int) int {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|flags, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	inherited, own := open(0), open(unix.O_CLOEXEC)
+	marked, err := MarkInheritedCloseOnExec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(marked, inherited) || slices.Contains(marked, own) {
+		t.Errorf("marked %v; want %d (inherited) and not %d (already close-on-exec)", marked, inherited, own)
+	}
+	if flags, err := unix.FcntlInt(uintptr(inherited), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor %d: flags %d %v, want close-on-exec", inherited, flags, err)
+	}
+	if again, _ := MarkInheritedCloseOnExec(); slices.Contains(again, inherited) {
+		t.Errorf("marked %d twice", inherited)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // EnvRunToken is set in every run's environment to that run's token.
@@ -63,15 +65,18 @@ func (d *Driver) attach(in *instance, pid int, start uint64) (bool, error) {
 	return true, nil
 }
 
-// tokenRun is a live run found by its token: its pid and /proc start time.
+// tokenRun is a run found by its token: its leader's pid and /proc start
+// time (zero when the leader is gone), and every live process that
+// carries the token (the leader, and what it started).
 type tokenRun struct {
-	pid   int
-	start uint64
+	pid     int
+	start   uint64
+	members []int
 }
 
 // findRun returns the run whose environment holds token as EnvRunToken,
 // the zero tokenRun if there is none. /proc is read once per load, on the
-// first launch left unrecorded.
+// first launch left unrecorded or run found ended.
 func (d *Driver) findRun(token string) tokenRun {
 	if token == "" {
 		return tokenRun{}
@@ -82,33 +87,80 @@ func (d *Driver) findRun(token string) tokenRun {
 	return d.runs[token]
 }
 
-// runsByToken maps each live run's token to the run. The run's children
-// inherit the token; the run itself leads its process group.
+// runsByToken maps each token found in a live process's environment to
+// its run. The run's children inherit the token; the run itself leads its
+// process group.
 func runsByToken() map[string]tokenRun {
 	out := map[string]tokenRun{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return out
 	}
-	prefix := []byte(EnvRunToken + "=")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid <= 0 {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		token, ok := tokenOf(pid)
+		if !ok {
+			continue
+		}
+		run := out[token]
+		run.members = append(run.members, pid)
+		// The run started before anything it started that leads a group
+		// of its own (setsid, setpgid).
+		if start, leads := groupLeaderStart(pid); leads && (run.pid == 0 || start < run.start) {
+			run.pid, run.start = pid, start
+		}
+		out[token] = run
+	}
+	return out
+}
+
+// tokenOf returns the EnvRunToken in pid's environment.
+func tokenOf(pid int) (string, bool) {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(EnvRunToken + "=")
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if token, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(token), true
+		}
+	}
+	return "", false
+}
+
+// killLeftovers kills what is left of a run whose leader (pid pgid) ended
+// while no driver watched it: the processes it started that are still in
+// its process group. Without this they would live on, orphaned, holding
+// the slot's port or files. The group is signalled by number, and only
+// while a process of the run proves the number is still the run's group:
+// one that, with a pidfd open on it (so it cannot be swapped for another
+// under the same pid), is alive, in the group and carries the run's
+// token. That kills members that cleared their environment too.
+// Processes that left the group (setsid) are kept, as for a run that ends
+// under a driver.
+func (d *Driver) killLeftovers(name string, pgid int, token string) {
+	if pgid <= 0 || token == "" {
+		return
+	}
+	for _, pid := range d.findRun(token).members {
+		fd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
 			continue
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			token, ok := bytes.CutPrefix(kv, prefix)
-			if !ok {
-				continue
-			}
-			if start, leads := groupLeaderStart(pid); leads {
-				out[string(token)] = tokenRun{pid: pid, start: start}
-			}
+		got, ok := tokenOf(pid)
+		member := ok && got == token && processGroup(pid) == pgid && !exited(fd)
+		if member {
+			unix.Kill(-pgid, unix.SIGKILL)
+			d.log.Info().Str("instance", name).Int("pgid", pgid).Int("member", pid).
+				Msg("killed what was left of a run that ended while no driver watched it")
+		}
+		unix.Close(fd)
+		if member {
+			return
 		}
 	}
-	return out
 }

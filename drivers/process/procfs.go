@@ -43,6 +43,22 @@ func groupLeaderStart(pid int) (uint64, bool) {
 	return start, err == nil
 }
 
+// processGroup returns pid's process group (field 5 of /proc/PID/stat),
+// 0 when unknown.
+func processGroup(pid int) int {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	fields, err := statFields(stat)
+	const pgrp = 5 - 3
+	if err != nil || len(fields) <= pgrp {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(fields[pgrp]))
+	return n
+}
+
 // startField reads starttime from fields as statFields splits them.
 func startField(fields [][]byte) (uint64, error) {
 	const idx = 22 - 3

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -191,6 +192,10 @@ func (r *reaper) finishFd(fd int) {
 	status := unknownExit
 	if p.child {
 		status = r.reapLocked(p)
+	} else {
+		// An adopted run's leader is reaped by whoever inherited it, not
+		// by us; what is left of its group is killed as for a child.
+		signalPgrp(p.pidfd, p.pid, unix.SIGKILL)
 	}
 	r.forgetLocked(p)
 	onExit := p.onExit
@@ -204,7 +209,7 @@ func (r *reaper) finishFd(fd int) {
 // group is killed first (while the zombie still holds the pgid, so the
 // signal cannot reach a stranger), then the zombie is reaped.
 func (r *reaper) reapLocked(p *proc) exitStatus {
-	unix.Kill(-p.pid, unix.SIGKILL)
+	signalPgrp(p.pidfd, p.pid, unix.SIGKILL)
 	var ws unix.WaitStatus
 	for {
 		_, err := unix.Wait4(p.pid, &ws, 0, nil)
@@ -338,18 +343,40 @@ func (r *reaper) signalGroup(p *proc, sig unix.Signal) bool {
 	if r.byFd[p.pidfd] != p {
 		return false
 	}
-	if p.child {
-		// Unreaped, so neither pid nor pgid can have been reused.
-		unix.Kill(-p.pid, sig)
-		unix.Kill(p.pid, sig)
-		return true
-	}
-	// Adopted: the pidfd reaches the leader safely; the group only while
-	// the leader is alive (it holds the pgid).
-	if err := unix.PidfdSendSignal(p.pidfd, sig, nil, 0); err == nil && !exited(p.pidfd) {
-		unix.Kill(-p.pid, sig)
-	}
+	signalPgrp(p.pidfd, p.pid, sig)
+	unix.PidfdSendSignal(p.pidfd, sig, nil, 0) // should p have left its group
 	return true
+}
+
+// pidfdSignalProcessGroup is PIDFD_SIGNAL_PROCESS_GROUP (linux/pidfd.h,
+// Linux 6.9): pidfd_send_signal then signals the process group that the
+// pidfd's process created, i.e. a pidfd on the group's leader. The group
+// is named by the leader, which the pidfd pins, not by a number, so the
+// signal reaches the run's own group even after its leader died and was
+// reaped by someone else, and never a later group that reused the number.
+const pidfdSignalProcessGroup = 1 << 2
+
+// groupByNumber is set once the kernel refuses pidfdSignalProcessGroup.
+var groupByNumber atomic.Bool
+
+// signalPgrp sends sig to every process of process group pgid, named
+// through pidfd, a pidfd on its leader (pid pgid) kept open for the whole
+// call (the reaper holds r.mu, so a child is not reaped meanwhile).
+//
+// Before Linux 6.9 the group can only be named by number. The number is
+// the group's while its leader is unreaped or any member lives; it could
+// name a stranger's group only if every member died and the kernel handed
+// the number out again (a full wrap of the pid space) between the
+// leader's exit, seen at once by pidfd, and this call.
+func signalPgrp(pidfd, pgid int, sig unix.Signal) {
+	if !groupByNumber.Load() {
+		err := unix.PidfdSendSignal(pidfd, sig, nil, pidfdSignalProcessGroup)
+		if !errors.Is(err, unix.EINVAL) {
+			return // sent, or ESRCH: the group is empty
+		}
+		groupByNumber.Store(true)
+	}
+	unix.Kill(-pgid, sig)
 }
 
 // detach stops reporting p's exit (its Driver is closing). A child is still
@@ -426,7 +453,7 @@ func (r *reaper) sweep() {
 			r.mu.Unlock()
 			continue // an orphan: reaped, nothing to report
 		}
-		unix.Kill(-pid, unix.SIGKILL) // the rest of its group
+		signalPgrp(p.pidfd, p.pid, unix.SIGKILL) // the rest of its group
 		r.forgetLocked(p)
 		onExit := p.onExit
 		r.mu.Unlock()

@@ -60,9 +60,13 @@ func newConn(s *Server, nc *net.UnixConn) *conn {
 // serve runs the connection to its end; the caller closes it.
 func (c *conn) serve() {
 	defer c.stop()
-	if !c.admitPeer() {
+	p, ok := c.admitPeer()
+	if !ok {
 		return
 	}
+	// Every request's context carries the peer: a change records who
+	// asked (SVC-23).
+	c.ctx = withPeer(c.ctx, p)
 	c.mu.Lock()
 	c.armIdle()
 	c.mu.Unlock()
@@ -84,21 +88,21 @@ func (c *conn) serve() {
 }
 
 // admitPeer checks the peer's credentials (DMN-11, SEC-1).
-func (c *conn) admitPeer() bool {
+func (c *conn) admitPeer() (Peer, bool) {
 	p, err := peerOf(c.nc)
 	if err != nil {
 		c.srv.log.Warn().Err(err).Msg("connection refused: peer credentials unreadable")
 		_ = c.write(outLine{Error: Errorf(CodeRefused, "peer credentials unreadable")})
-		return false
+		return p, false
 	}
 	ok, why := c.srv.access.allows(p)
 	if ok {
-		return true
+		return p, true
 	}
 	c.srv.log.Warn().Uint32("uid", p.UID).Uint32("gid", p.GID).Int32("pid", p.PID).Str("reason", why).
 		Msg("connection refused: peer not allowed")
 	_ = c.write(outLine{Error: &Error{Code: CodeRefused, Message: fmt.Sprintf("uid %d is not allowed on this socket: %s", p.UID, why)}})
-	return false
+	return p, false
 }
 
 // readLoop reads and dispatches lines until the client is done, the

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os/user"
@@ -16,6 +17,29 @@ type Peer struct {
 	PID int32
 	UID uint32
 	GID uint32
+}
+
+type peerKey struct{}
+
+func withPeer(ctx context.Context, p Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// PeerFrom returns the credentials of the client whose request ctx
+// belongs to; false outside a request of the socket.
+func PeerFrom(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok
+}
+
+// UserName is the name the user database gives uid, or "" when it has
+// none.
+func UserName(uid uint32) string {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return ""
+	}
+	return u.Username
 }
 
 // peerOf reads the peer credentials of a unix connection.

@@ -90,7 +90,7 @@ func TestDMN12EveryOpRoundTrips(t *testing.T) {
 		}, f.Changes},
 		{control.OpScale, control.ScaleArgs{Stack: "web", Service: "api", Replicas: 5}, func() (any, error) {
 			return c.Scale(ctx, control.ScaleArgs{Stack: "web", Service: "api", Replicas: 5})
-		}, control.ScaleResult{Stack: "web", Service: "api", From: 1, To: 5}},
+		}, control.ScaleResult{Stack: "web", Service: "api", From: 1, To: 5, Changed: true}},
 		{control.OpRollback, control.StackRef{Stack: "web"}, func() (any, error) { return c.Rollback(ctx, control.StackRef{Stack: "web"}) }, f.Changes},
 		{control.OpRedeploy, ref, func() (any, error) { return c.Redeploy(ctx, ref) }, f.Changes},
 		{control.OpServiceStop, ref, func() (any, error) { return c.ServiceStop(ctx, ref) }, control.ServiceIntentResult{Stack: "web", Service: "api", Stopped: true, Changed: true}},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -25,7 +24,6 @@ import (
 	"github.com/engenho/engenho/runtime/lifecycle"
 	"github.com/engenho/engenho/runtime/metrics"
 	"github.com/engenho/engenho/runtime/nodekey"
-	"github.com/engenho/engenho/runtime/stackfile"
 	"github.com/engenho/engenho/runtime/status"
 )
 
@@ -86,7 +84,11 @@ func (e configError) Unwrap() error { return e.err }
 
 func classify(err error) lifecycle.CauseClass {
 	var ce configError
-	if errors.As(err, &ce) {
+	var jd journalDamage
+	switch {
+	case errors.As(err, &jd):
+		return lifecycle.CauseCorrupt
+	case errors.As(err, &ce):
 		return lifecycle.CauseConfig
 	}
 	return lifecycle.CauseTransient
@@ -117,6 +119,11 @@ func (d *Daemon) recordPhase(e lifecycle.RunPhase, took time.Duration, err error
 		ph.Error = err.Error()
 		d.boot.Outcome, d.boot.Error, d.boot.EndedAt = journal.BootFailed, err.Error(), d.clk.Now()
 		d.saveBoot()
+		kind := messages.KindDaemonBootFailed
+		if classify(err) == lifecycle.CauseCorrupt {
+			kind = messages.KindJournalDamaged
+		}
+		d.emit(kind, messages.LevelError, fmt.Sprintf("boot attempt %d failed in %s: %v", e.Attempt, e.Phase, err))
 	}
 	d.boot.Phases = append(d.boot.Phases, ph)
 }
@@ -157,38 +164,6 @@ func (d *Daemon) resolveConfig() (func(), error) {
 		d.setSettings(s, dg)
 		d.log.SetLevel(s.LogLevel)
 		d.parts = &parts{}
-	}, nil
-}
-
-func (d *Daemon) openJournal() (func(), error) {
-	s := d.settings
-	j, err := journal.Open(journal.Options{Dir: d.dir.Journal(), Clock: d.clk, Logger: d.log.With().Str("part", "journal").Logger(),
-		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}})
-	if err != nil {
-		return nil, fmt.Errorf("opening the journal: %w", err)
-	}
-	name := s.NodeName
-	id, created, err := j.EnsureIdentity(name)
-	if err != nil {
-		_ = j.Close()
-		return nil, fmt.Errorf("node identity: %w", err)
-	}
-	if err := d.dir.MarkLive(string(lifecycle.PhaseOpenJournal)); err != nil {
-		_ = j.Close()
-		return nil, fmt.Errorf("run marker: %w", err)
-	}
-	return func() {
-		d.parts.journal = j
-		d.parts.sink = eventSink{j: j, log: d.log.With().Str("part", "events").Logger(), extra: d.countEvent}
-		snap := *d.snap.Load()
-		snap.Node = id
-		d.snap.Store(&snap)
-		if created {
-			d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("first boot of node %s (%s)", id.Name, id.ID))
-		}
-		if prev := snap.PreviousRun; prev.Outcome == "crashed" {
-			d.emit(messages.KindDaemonCrashed, messages.LevelWarn, "the previous run did not release the journal: "+prev.Detail)
-		}
 	}, nil
 }
 
@@ -239,6 +214,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j, key: key}, key)
 	m := d.metrics
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
+	dep.now, dep.announce = d.clk.Now, d.parts.sink.Record
 	desired, removing, err := dep.Desired()
 	if err != nil {
 		if errors.Is(err, nodekey.ErrWrongKey) {
@@ -349,41 +325,28 @@ func (d *Daemon) announceRunning(e lifecycle.AnnounceRunning) {
 	d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("running (epoch %d)", e.Epoch))
 	go d.applyConfigStacks()
 	if e.Reload {
-		go d.reconfigure()
+		go d.reconfigure(nil)
 	}
 }
 
-// applyConfigStacks applies the stack files the config lists. A file that
-// does not parse or validate is refused with an event; the rest apply and
-// the stack keeps its last good definition (DMN-15).
+// applyConfigStacks applies the stack files the config lists once the
+// runtime runs. A file that does not parse or validate is refused with a
+// config.rejected event and its stack keeps its last good definition; the
+// rest apply (DMN-15). A reload is stricter: all or nothing (reconfigure).
 func (d *Daemon) applyConfigStacks() {
 	rt := d.rt.Load()
 	if rt == nil {
 		return
 	}
-	listed := map[string]bool{}
-	for _, path := range d.settingsNow().StackFiles {
-		listed[path] = true
-		st, err := stackfile.ParseFile(path)
-		if err == nil {
-			_, err = rt.deployer.Apply(context.Background(), st, path, false)
-		} else {
-			err = stackfile.ValidateRest(context.Background(), err, rt.deployer.node)
-		}
-		if err != nil {
-			d.log.Error().Err(err).Str("file", path).Msg("stack file refused")
-			d.postEmit(messages.KindConfigRejected, messages.LevelError, strings.TrimSpace(err.Error()))
-		}
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	paths := d.settingsNow().StackFiles
+	stacks, errs := checkStackFiles(rt, paths)
+	for _, e := range errs {
+		d.log.Error().Str("error", e).Msg("stack file refused")
+		d.postEmit(messages.KindConfigRejected, messages.LevelError, "stack file refused, its stack keeps its last good definition: "+oneLine(e))
 	}
-	// A stack that came from a file the config no longer lists goes.
-	for _, st := range rt.deployer.Sources() {
-		if strings.HasPrefix(st.source, "/") && !listed[st.source] {
-			d.log.Info().Str("stack", st.stack).Str("file", st.source).Msg("stack file no longer listed; removing the stack")
-			if err := rt.deployer.Remove(st.stack); err != nil {
-				d.log.Error().Err(err).Str("stack", st.stack).Msg("removing an unlisted stack")
-			}
-		}
-	}
+	d.applyStacks(rt, stacks, paths)
 }
 
 // postEmit emits an event from a goroutine other than the loop.

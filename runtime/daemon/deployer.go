@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/engenho/engenho/messages"
@@ -34,19 +35,26 @@ type Deployer struct {
 	mu      sync.Mutex
 	journal *journal.Journal
 	node    stackfile.Node
-	// key seals secret env values in the journal and binds revisions to
-	// the node (SEC-2).
+	// key seals secret env values in the journal and binds revisions and
+	// declaration digests to the node (SEC-2).
 	key  stackfile.NodeKey
 	send func(msg any) // to the root; nil while the tree is down
 	// observe, when set, is told how long each synced intent write took.
 	observe func(time.Duration)
+	// announce records an event durably (override.set, override.dropped);
+	// nil drops them.
+	announce func(messages.Event)
+	now      func() time.Time
+	// shown is what status shows of the overrides, per stack and service
+	// (SVC-23): replaced after each write, read without the lock (DMN-13).
+	shown atomic.Pointer[map[string]map[string][]messages.Override]
 }
 
 // NewDeployer returns a deployer over j; node validates new definitions;
 // key is the node key (runtime/nodekey) that keeps secret env values
 // sealed in the journal.
 func NewDeployer(j *journal.Journal, node stackfile.Node, key stackfile.NodeKey) *Deployer {
-	return &Deployer{journal: j, node: node, key: key}
+	return &Deployer{journal: j, node: node, key: key, now: time.Now}
 }
 
 // Attach connects the deployer to a running tree (nil detaches).
@@ -77,6 +85,7 @@ func (d *Deployer) Desired() ([]messages.ApplyStack, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("stack %s: %w", st.Stack, err)
 		}
+		d.publish(st, m)
 		out = append(out, m)
 		if st.Current.Source == SourceRemove {
 			removing = append(removing, st.Stack)
@@ -85,48 +94,128 @@ func (d *Deployer) Desired() ([]messages.ApplyStack, []string, error) {
 	return out, removing, nil
 }
 
-// Apply validates st and, unless dryRun, records it as the stack's new
-// deployment and hands it to the tree. It returns the plan (SVC-4, SVC-5).
-// A refused stack changes nothing (SVC-2).
-func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) ([]stackfile.Change, error) {
+// Applied is what an apply did: the plan of the effective definition
+// (SVC-4) and a note per override it kept or dropped (SVC-23).
+type Applied struct {
+	Changes []stackfile.Change
+	Notes   []string
+}
+
+// Apply validates st and, unless dryRun, records it as the stack's
+// declaration and, when it changes the definition, as its new deployment,
+// then hands the effective definition to the tree (SVC-5). The plan is of
+// what will run: the file with the overrides it does not contradict
+// (SVC-23). A refused stack changes nothing (SVC-2).
+func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) (Applied, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	// Revisions hash the node key's digest of each secret, as the
-	// definitions read back from the journal do (SEC-2).
+	// Revisions and the declaration's digest hash the node key's digest
+	// of each secret, as the definitions read back from the journal do
+	// (SEC-2).
 	if err := st.BindSecrets(d.key); err != nil {
-		return nil, fmt.Errorf("stack %s: %w", st.Name, err)
+		return Applied{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
 	cur, found, err := d.current(st.Name)
 	if err != nil {
-		return nil, err
+		return Applied{}, err
 	}
 	if found && cur.Current.Source == SourceRemove {
-		return nil, fmt.Errorf("stack %s: %w; apply again once it is gone", st.Name, ErrRemoving)
+		return Applied{}, fmt.Errorf("stack %s: %w; apply again once it is gone", st.Name, ErrRemoving)
 	}
-	var curDef *stackfile.Stack
+	digest, err := digestOf(st, d.key)
+	if err != nil {
+		return Applied{}, fmt.Errorf("stack %s: %w", st.Name, err)
+	}
+	var raw *stackfile.Stack
 	if found {
-		if curDef, err = stackfile.Unmarshal(cur.Current.Definition, d.key); err != nil {
-			return nil, fmt.Errorf("stack %s: reading the current deployment: %w", st.Name, err)
+		if raw, err = stackfile.Unmarshal(cur.Current.Definition, d.key); err != nil {
+			return Applied{}, fmt.Errorf("stack %s: reading the current deployment: %w", st.Name, err)
 		}
 	}
-	changes := stackfile.Plan(curDef, st)
-	if err := stackfile.Validate(ctx, st, d.node); err != nil {
-		return changes, err
+	running := effective(raw, cur.Overrides)
+	// A rollback holds while the file is the one it rolled back from.
+	if pin, ok := cur.Override("", journal.FieldDeployment); found && ok && pin.File == digest {
+		return Applied{Changes: stackfile.Plan(running, running), Notes: d.keptNotes(cur.Overrides)}, nil
 	}
-	if dryRun || (found && unchanged(changes)) {
-		return changes, nil
+	kept, ended := sift(cur.Overrides, st, digest)
+	next := effective(st, kept)
+	out := Applied{Changes: stackfile.Plan(running, next), Notes: d.keptNotes(kept)}
+	for _, e := range ended {
+		out.Notes = append(out.Notes, droppedNote(e, dryRun))
+	}
+	if err := stackfile.Validate(ctx, next, d.node); err != nil {
+		return out, err
+	}
+	redefined := !found || !unchanged(stackfile.Plan(raw, st))
+	redeclared := !found || cur.Declared == nil || cur.Declared.Digest != digest || len(ended) > 0
+	if dryRun || (!redefined && !redeclared) {
+		return out, nil
+	}
+	decl := declarationOf(st, digest, source, d.now())
+	change := journal.StackChange{Declared: &decl, SetOverrides: true, Overrides: kept}
+	if redefined {
+		dep, err := d.newDeployment(st, cur, found, source)
+		if err != nil {
+			return out, err
+		}
+		change.Deploy = &dep
+	}
+	if _, err := d.write(st.Name, change); err != nil {
+		return out, fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
+	}
+	for _, e := range ended {
+		d.record(droppedEvent(e, d.now()))
+	}
+	d.liftStoppedGone(st)
+	return out, d.tellCurrent(st.Name)
+}
+
+func (d *Deployer) keptNotes(overrides []journal.Override) []string {
+	var out []string
+	for _, o := range overrides {
+		out = append(out, keptNote(o, d.now()))
+	}
+	return out
+}
+
+// newDeployment is st as a new deployment; a service whose definition did
+// not change keeps a redeploy's revision suffix.
+func (d *Deployer) newDeployment(st *stackfile.Stack, cur journal.StackState, found bool, source string) (journal.Deployment, error) {
+	def, err := stackfile.Marshal(st, d.key)
+	if err != nil {
+		return journal.Deployment{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
 	revs := map[string]string{}
 	for name, svc := range st.Services {
 		revs[name] = svc.Revision()
 		if found && baseRevision(cur.Current.Revisions[name]) == revs[name] {
-			revs[name] = cur.Current.Revisions[name] // keep a redeploy's suffix
+			revs[name] = cur.Current.Revisions[name]
 		}
 	}
-	if err := d.record(st, revs, source); err != nil {
-		return changes, err
+	return journal.Deployment{Definition: def, Revisions: revs, Source: source}, nil
+}
+
+// liftStoppedGone lifts the stopped intent of a service the stack file no
+// longer has: it is retired, and a service of that name added later is a
+// new one (SVC-10, SVC-23).
+func (d *Deployer) liftStoppedGone(st *stackfile.Stack) {
+	stopped, err := d.journal.StoppedServices()
+	if err != nil {
+		return
 	}
-	return changes, nil
+	for _, s := range stopped {
+		if _, ok := st.Services[s.Service]; s.Stack != st.Name || ok {
+			continue
+		}
+		if err := d.journal.StartService(s.Stack, s.Service); err != nil {
+			continue
+		}
+		o := journal.Override{Stack: s.Stack, Service: s.Service, Field: messages.OverrideStopped, Value: "true"}
+		if s.By != nil {
+			o.By = *s.By
+		}
+		d.record(droppedEvent(dropped{o, "the stack file no longer has the service"}, d.now()))
+	}
 }
 
 func unchanged(changes []stackfile.Change) bool {
@@ -145,145 +234,355 @@ func baseRevision(rev string) string {
 	return rev
 }
 
-func (d *Deployer) record(st *stackfile.Stack, revs map[string]string, source string) error {
+// recordDeployment records st as the stack's new deployment, keeping its
+// declaration and overrides, and tells the tree. It returns the state it
+// recorded.
+func (d *Deployer) recordDeployment(st *stackfile.Stack, revs map[string]string, source string) (journal.StackState, error) {
 	def, err := stackfile.Marshal(st, d.key)
 	if err != nil {
-		return fmt.Errorf("stack %s: %w", st.Name, err)
+		return journal.StackState{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
+	dep := journal.Deployment{Definition: def, Revisions: revs, Source: source}
+	state, err := d.write(st.Name, journal.StackChange{Deploy: &dep})
+	if err != nil {
+		return state, fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
+	}
+	return state, d.tellCurrent(st.Name)
+}
+
+// write performs one synced change of the stack's desired state (REL-3).
+func (d *Deployer) write(stack string, c journal.StackChange) (journal.StackState, error) {
 	start := time.Now()
-	state, err := d.journal.RecordDeployment(st.Name, journal.Deployment{Definition: def, Revisions: revs, Source: source})
+	state, err := d.journal.ChangeStack(stack, c)
 	if d.observe != nil {
 		d.observe(time.Since(start))
 	}
+	return state, err
+}
+
+// tellCurrent tells the tree the stack's desired state as the journal has
+// it now, and publishes its overrides for status.
+func (d *Deployer) tellCurrent(stack string) error {
+	state, err := d.mustCurrent(stack)
 	if err != nil {
-		return fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
+		return err
 	}
 	m, err := d.applyMessage(state)
 	if err != nil {
 		return err
 	}
+	d.publish(state, m)
 	d.tell(m)
 	return nil
 }
 
+// record announces an event durably; an event lost with the journal is
+// logged by the sink.
+func (d *Deployer) record(ev messages.Event) {
+	if d.announce != nil {
+		d.announce(ev)
+	}
+}
+
+// Changed is what a remove, rollback or redeploy did: the deployment it
+// recorded and the changes service by service, as a plan shows them.
+type Changed struct {
+	Deployment uint64
+	Changes    []stackfile.Change
+	// Already is set when the request was in effect before (a stack
+	// already being removed); nothing new was recorded.
+	Already bool
+}
+
+// planDeployments compares two recorded deployments as they run: each
+// with its stack's overrides (SVC-23). Revisions come from the journal, so
+// a redeploy (same definition, new revision suffix) shows as an update; to
+// nil is a removal of every service.
+func planDeployments(key stackfile.NodeKey, from journal.Deployment, fromOverrides []journal.Override, to *journal.Deployment, toOverrides []journal.Override) ([]stackfile.Change, error) {
+	fromDef, err := stackfile.Unmarshal(from.Definition, key)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %d: %w", from.ID, err)
+	}
+	var toDef *stackfile.Stack
+	var toRevs map[string]string
+	if to != nil {
+		if toDef, err = stackfile.Unmarshal(to.Definition, key); err != nil {
+			return nil, fmt.Errorf("deployment %d: %w", to.ID, err)
+		}
+		toRevs = to.Revisions
+	}
+	changes := stackfile.Plan(effective(fromDef, fromOverrides), effective(toDef, toOverrides))
+	for i, c := range changes {
+		if r := from.Revisions[c.Service]; r != "" && c.FromRevision != "" {
+			c.FromRevision = r
+		}
+		if r := toRevs[c.Service]; r != "" && c.ToRevision != "" {
+			c.ToRevision = r
+		}
+		if c.FromRevision != "" && c.ToRevision != "" && c.FromRevision != c.ToRevision && c.Action != stackfile.ActionUpdate {
+			c.Action = stackfile.ActionUpdate
+		}
+		changes[i] = c
+	}
+	return changes, nil
+}
+
+// changedTo is what moving from the state cur to the recorded state did.
+func changedTo(key stackfile.NodeKey, cur, state journal.StackState) (Changed, error) {
+	changes, err := planDeployments(key, cur.Current, cur.Overrides, &state.Current, state.Overrides)
+	if err != nil {
+		return Changed{Deployment: state.Current.ID}, fmt.Errorf("stack %s: %w", state.Stack, err)
+	}
+	return Changed{Deployment: state.Current.ID, Changes: changes}, nil
+}
+
 // Remove records that the stack is going and tells the tree; the journal
-// forgets it once its actors have retired everything (Forget).
-func (d *Deployer) Remove(stack string) error {
+// forgets it once its actors have retired everything (Forget). It returns
+// every service as a removal.
+func (d *Deployer) Remove(stack string) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, err := d.mustCurrent(stack)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
-	if cur.Current.Source != SourceRemove {
+	out := Changed{Deployment: cur.Current.ID, Already: cur.Current.Source == SourceRemove}
+	if out.Changes, err = planDeployments(d.key, cur.Current, cur.Overrides, nil, nil); err != nil {
+		return out, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	if !out.Already {
 		def, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
 		if err != nil {
-			return fmt.Errorf("stack %s: %w", stack, err)
+			return out, fmt.Errorf("stack %s: %w", stack, err)
 		}
-		if err := d.record(def, cur.Current.Revisions, SourceRemove); err != nil {
-			return err
+		state, err := d.recordDeployment(def, cur.Current.Revisions, SourceRemove)
+		if err != nil {
+			return out, err
 		}
+		out.Deployment = state.Current.ID
 	}
 	d.tell(messages.RemoveStack{Stack: stack})
-	return nil
+	return out, nil
 }
 
 // Forget drops a removed stack from the journal once the tree is done.
 func (d *Deployer) Forget(stack string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.journal.RemoveStack(stack)
+	if err := d.journal.RemoveStack(stack); err != nil {
+		return err
+	}
+	d.unpublish(stack)
+	return nil
 }
 
-// Scale records a deployment with service's replicas set to n (SVC-17).
-func (d *Deployer) Scale(stack, service string, n int) error {
+// Scaled is what a scale did (SVC-17, SVC-23).
+type Scaled struct {
+	From, To int
+	// File is the stack file's count; Override is the override now in
+	// force (nil when the file's count runs); Changed is false when the
+	// service already ran To.
+	File     int
+	Override *journal.Override
+	Changed  bool
+}
+
+// Scale sets service's replicas to n as an override of the stack file's
+// count, kept until the file changes it (SVC-23); scaling to the count
+// the deployment declares drops the override instead. No deployment is
+// recorded: a rollback is not undone by a scale, nor a scale by a
+// rollback.
+func (d *Deployer) Scale(stack, service string, n int, by journal.Who) (Scaled, error) {
 	if n < 0 {
-		return fmt.Errorf("scale %s/%s: replicas must not be negative, got %d", stack, service, n)
+		return Scaled{}, fmt.Errorf("scale %s/%s: replicas must not be negative, got %d", stack, service, n)
 	}
-	return d.change(stack, service, func(st *stackfile.Stack, revs map[string]string) {
-		svc := st.Services[service]
-		svc.Deploy.Replicas = n
-		st.Services[service] = svc
-	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, raw, err := d.currentService(stack, service)
+	if err != nil {
+		return Scaled{}, err
+	}
+	out := Scaled{From: effective(raw, cur.Overrides).Services[service].Deploy.Replicas, To: n, File: fileReplicas(cur, raw, service)}
+	existing, has := cur.Override(service, journal.FieldReplicas)
+	deployed := raw.Services[service].Deploy.Replicas
+	if out.From == n {
+		if has {
+			out.Override = &existing
+		}
+		return out, nil
+	}
+	overrides := without(cur.Overrides, service, journal.FieldReplicas)
+	var set *journal.Override
+	if n != deployed {
+		set = &journal.Override{Stack: stack, Service: service, Field: journal.FieldReplicas,
+			Value: strconv.Itoa(n), File: strconv.Itoa(out.File), Replaced: strconv.Itoa(out.From),
+			Command: fmt.Sprintf("engenho scale %s/%s %d", stack, service, n), By: by, At: d.now()}
+		overrides = append(overrides, *set)
+	}
+	if _, err := d.write(stack, journal.StackChange{SetOverrides: true, Overrides: overrides}); err != nil {
+		return out, fmt.Errorf("scale %s/%s: %w", stack, service, err)
+	}
+	out.Override, out.Changed = set, true
+	switch {
+	case set != nil:
+		d.record(overrideEvent(messages.KindOverrideSet, *set, d.now(), fmt.Sprintf(
+			"%s/%s: replicas %d over the stack file's %d, by %s; kept until the file changes deploy.replicas", stack, service, n, out.File, by)))
+	case has:
+		d.record(droppedEvent(dropped{existing, fmt.Sprintf("scaled back to %d by %s", n, by)}, d.now()))
+	}
+	return out, d.tellCurrent(stack)
 }
 
 // Redeploy records a deployment that replaces every instance of service
-// although its definition is the same (SVC-17).
-func (d *Deployer) Redeploy(stack, service string) error {
-	return d.change(stack, service, func(st *stackfile.Stack, revs map[string]string) {
-		base, n := baseRevision(revs[service]), 0
-		if i := strings.Index(revs[service], "-r"); i >= 0 {
-			n, _ = strconv.Atoi(revs[service][i+2:])
-		}
-		revs[service] = base + "-r" + strconv.Itoa(n+1)
-	})
-}
-
-func (d *Deployer) change(stack, service string, edit func(*stackfile.Stack, map[string]string)) error {
+// although its definition is the same (SVC-17). The declaration, the
+// overrides and the deployment's source (a listed file stays the file's)
+// stay.
+func (d *Deployer) Redeploy(stack, service string) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cur, err := d.mustCurrent(stack)
+	cur, raw, err := d.currentService(stack, service)
 	if err != nil {
-		return err
-	}
-	st, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
-	if err != nil {
-		return fmt.Errorf("stack %s: %w", stack, err)
-	}
-	if _, ok := st.Services[service]; !ok {
-		return fmt.Errorf("stack %s: %w %q", stack, ErrUnknownService, service)
+		return Changed{}, err
 	}
 	revs := map[string]string{}
 	for k, v := range cur.Current.Revisions {
 		revs[k] = v
 	}
-	edit(st, revs)
-	return d.record(st, revs, "socket")
+	base, n := baseRevision(revs[service]), 0
+	if i := strings.Index(revs[service], "-r"); i >= 0 {
+		n, _ = strconv.Atoi(revs[service][i+2:])
+	}
+	revs[service] = base + "-r" + strconv.Itoa(n+1)
+	state, err := d.recordDeployment(raw, revs, cur.Current.Source)
+	if err != nil {
+		return Changed{}, err
+	}
+	return changedTo(d.key, cur, state)
+}
+
+// currentService reads the stack's state and current definition, which
+// must have service.
+func (d *Deployer) currentService(stack, service string) (journal.StackState, *stackfile.Stack, error) {
+	cur, err := d.mustLive(stack)
+	if err != nil {
+		return cur, nil, err
+	}
+	raw, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
+	if err != nil {
+		return cur, nil, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	if _, ok := raw.Services[service]; !ok {
+		return cur, nil, fmt.Errorf("stack %s: %w %q", stack, ErrUnknownService, service)
+	}
+	return cur, raw, nil
+}
+
+// RolledBack is what a rollback did: the deployments, the changes service
+// by service (Changed), and the override that keeps a reload from
+// applying the stack file again (nil when the stack is back on the file's
+// own deployment).
+type RolledBack struct {
+	Changed
+	From, To uint64
+	Override *journal.Override
 }
 
 // Rollback makes the previous deployment current and the current previous,
-// so a second rollback undoes the first (SVC-17).
-func (d *Deployer) Rollback(stack string) error {
+// so a second rollback undoes the first (SVC-17). Unless that brings the
+// stack back to what its file declares, the rollback is an override: a
+// reload or restart keeps it until the stack file changes (SVC-23).
+func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.mustCurrent(stack); err != nil {
-		return err
-	}
-	state, err := d.journal.Rollback(stack)
+	cur, err := d.mustLive(stack)
 	if err != nil {
-		return fmt.Errorf("rollback %s: %w", stack, err)
+		return RolledBack{}, err
 	}
-	m, err := d.applyMessage(state)
+	if cur.Previous == nil {
+		return RolledBack{}, fmt.Errorf("rollback %s: %w", stack, journal.ErrNoPrevious)
+	}
+	file, target, err := rollbackDigests(cur, d.key)
 	if err != nil {
-		return err
+		return RolledBack{}, fmt.Errorf("rollback %s: %w", stack, err)
 	}
-	d.tell(m)
-	return nil
+	out := RolledBack{From: cur.Current.ID, To: cur.Previous.ID}
+	old, pinned := cur.Override("", journal.FieldDeployment)
+	overrides := without(cur.Overrides, "", journal.FieldDeployment)
+	if target != file {
+		fileDep := strconv.FormatUint(cur.Current.ID, 10)
+		if pinned {
+			fileDep = old.Replaced // the file's deployment is the one first rolled back from
+		}
+		out.Override = &journal.Override{Stack: stack, Field: journal.FieldDeployment, Value: strconv.FormatUint(out.To, 10),
+			File: file, Replaced: fileDep, Command: "engenho rollback " + stack, By: by, At: d.now()}
+		overrides = append(overrides, *out.Override)
+	}
+	change := journal.StackChange{Rollback: true, SetOverrides: true, Overrides: overrides}
+	if cur.Declared == nil {
+		// Written before engenho kept declarations: the deployment rolled
+		// back from is the file's, and a scale during the rollback needs
+		// its counts.
+		if raw, err := stackfile.Unmarshal(cur.Current.Definition, d.key); err == nil {
+			decl := declarationOf(raw, file, cur.Current.Source, d.now())
+			change.Declared = &decl
+		}
+	}
+	state, err := d.write(stack, change)
+	if err != nil {
+		return out, fmt.Errorf("rollback %s: %w", stack, err)
+	}
+	var planErr error
+	out.Changed, planErr = changedTo(d.key, cur, state)
+	switch {
+	case out.Override != nil:
+		d.record(overrideEvent(messages.KindOverrideSet, *out.Override, d.now(), fmt.Sprintf(
+			"%s: rolled back to deployment %d by %s; reloads keep it until the stack file changes (`engenho rollback %s` goes back)",
+			stack, out.To, by, stack)))
+	case pinned:
+		d.record(droppedEvent(dropped{old, fmt.Sprintf("rolled back again by %s, to the stack file's deployment %d", by, out.To)}, d.now()))
+	}
+	return out, errors.Join(d.tellCurrent(stack), planErr)
+}
+
+// rollbackDigests: the stack file's declaration and the deployment a
+// rollback goes to.
+func rollbackDigests(cur journal.StackState, key stackfile.NodeKey) (file, target string, err error) {
+	raw, err := stackfile.Unmarshal(cur.Current.Definition, key)
+	if err != nil {
+		return "", "", err
+	}
+	if file, err = fileDigest(cur, raw, key); err != nil {
+		return "", "", err
+	}
+	prev, err := stackfile.Unmarshal(cur.Previous.Definition, key)
+	if err != nil {
+		return "", "", err
+	}
+	target, err = digestOf(prev, key)
+	return file, target, err
 }
 
 // SetStopped records or lifts a service's stopped intent (SVC-10), synced
-// before it returns.
-func (d *Deployer) SetStopped(stack, service string, stopped bool) error {
+// before it returns; by is who asked.
+func (d *Deployer) SetStopped(stack, service string, stopped bool, by journal.Who) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cur, err := d.mustCurrent(stack)
-	if err != nil {
+	if _, _, err := d.currentService(stack, service); err != nil {
 		return err
 	}
-	st, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
-	if err != nil {
-		return err
-	}
-	if _, ok := st.Services[service]; !ok {
-		return fmt.Errorf("stack %s: %w %q", stack, ErrUnknownService, service)
-	}
+	var err error
 	if stopped {
-		err = d.journal.StopService(stack, service)
+		err = d.journal.StopServiceBy(stack, service, &by)
 	} else {
 		err = d.journal.StartService(stack, service)
 	}
 	if err != nil {
 		return fmt.Errorf("service %s/%s: %w", stack, service, err)
+	}
+	if st, found, err := d.journal.Stack(stack); err == nil && found {
+		if m, err := d.applyMessage(st); err == nil {
+			d.publish(st, m)
+		}
 	}
 	d.tell(messages.ToService{Stack: stack, Service: service, Msg: messages.ServiceIntent{Stopped: stopped}})
 	return nil
@@ -319,6 +618,16 @@ func (d *Deployer) mustCurrent(stack string) (journal.StackState, error) {
 	return st, nil
 }
 
+// mustLive is mustCurrent for a change: a stack being removed takes none
+// (it would come back).
+func (d *Deployer) mustLive(stack string) (journal.StackState, error) {
+	st, err := d.mustCurrent(stack)
+	if err == nil && st.Current.Source == SourceRemove {
+		return st, fmt.Errorf("stack %s: %w", stack, ErrRemoving)
+	}
+	return st, err
+}
+
 // applyMessage turns a journal record into the tree's message.
 func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, error) {
 	cur, err := d.deployment(st.Current)
@@ -326,8 +635,11 @@ func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, err
 		return messages.ApplyStack{}, err
 	}
 	m := messages.ApplyStack{Stack: st.Stack, Current: cur, Stopped: map[string]bool{}}
+	cur.Definition = *effective(&cur.Definition, st.Overrides)
+	m.Current = cur
 	if st.Previous != nil {
 		prev, err := d.deployment(*st.Previous)
+		prev.Definition = *effective(&prev.Definition, st.Overrides)
 		if err != nil {
 			return m, err
 		}
@@ -351,6 +663,51 @@ func (d *Deployer) deployment(dep journal.Deployment) (messages.StackDeployment,
 		return messages.StackDeployment{}, fmt.Errorf("deployment %d: %w", dep.ID, err)
 	}
 	return messages.StackDeployment{ID: strconv.FormatUint(dep.ID, 10), Definition: *st, Revisions: dep.Revisions}, nil
+}
+
+// publish replaces what status shows of the stack's overrides.
+func (d *Deployer) publish(st journal.StackState, m messages.ApplyStack) {
+	stopped, _ := d.journal.StoppedServices()
+	for {
+		old := d.shown.Load()
+		next := map[string]map[string][]messages.Override{}
+		if old != nil {
+			for k, v := range *old {
+				next[k] = v
+			}
+		}
+		next[st.Stack] = statusOverrides(st, m.Current.Definition.Order, stopped)
+		if d.shown.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func (d *Deployer) unpublish(stack string) {
+	for {
+		old := d.shown.Load()
+		if old == nil {
+			return
+		}
+		next := map[string]map[string][]messages.Override{}
+		for k, v := range *old {
+			if k != stack {
+				next[k] = v
+			}
+		}
+		if d.shown.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// Overrides is what status shows of a service's overrides (SVC-23); it
+// never waits on a change in progress (DMN-13).
+func (d *Deployer) Overrides(stack, service string) []messages.Override {
+	if m := d.shown.Load(); m != nil {
+		return (*m)[stack][service]
+	}
+	return nil
 }
 
 // Stacks lists the current definitions, sorted by name.

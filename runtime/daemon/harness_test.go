@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,9 +45,15 @@ type node struct {
 	dir    string
 	config string
 	cmd    *exec.Cmd
-	log    *bytes.Buffer
+	log    *lockedBuffer
 	// extra is appended to the config (more keys, e.g. drivers).
 	extra string
+	// inherit is passed to the daemon as descriptors 3, 4, ..., as a
+	// login shell or a service manager leaves descriptors open.
+	inherit []*os.File
+	// launcher, when set, runs the daemon: the daemon's argv is appended
+	// to it (a shell that sets variables and execs it, keeping its pid).
+	launcher []string
 }
 
 const baseConfig = `data_dir: data
@@ -86,10 +93,12 @@ func (n *node) socket() string { return filepath.Join(n.data(), "control", "enge
 // start launches the daemon and waits until it answers with state want.
 func (n *node) start(want string) {
 	n.t.Helper()
-	n.log = &bytes.Buffer{}
-	n.cmd = exec.Command(bin, "daemon", "--config", n.config, "--log-format", "json")
+	n.log = &lockedBuffer{}
+	argv := append(append([]string{}, n.launcher...), bin, "daemon", "--config", n.config, "--log-format", "json")
+	n.cmd = exec.Command(argv[0], argv[1:]...)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	n.cmd.ExtraFiles = n.inherit
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
@@ -142,6 +151,24 @@ func (n *node) cleanup() {
 	if n.t.Failed() && n.log != nil {
 		n.t.Logf("daemon log (tail):\n%s", tail(n.log.String(), 60))
 	}
+}
+
+// lockedBuffer is the daemon's output, readable while the daemon writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func tail(s string, lines int) string {

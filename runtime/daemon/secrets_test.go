@@ -248,3 +248,80 @@ func TestSEC2LostNodeKeyHolds(t *testing.T) {
 		t.Error("the secret shows in the daemon's log")
 	}
 }
+
+// SEC-2, REL-5, DMN-14, DMN-5: with the node key lost (the daemon made a
+// new one and holds, TestSEC2LostNodeKeyHolds), `engenho reinit journal`
+// on the held daemon gets it running again. It keeps DATA/node.key where it
+// is (the salvaged state is sealed with it) and the node identity, leaves
+// the stack whose secrets only the lost key opens in the attic and says
+// so, and salvages the rest: the stack without secrets is adopted without
+// a restart. The secret stack applied again runs under the new key.
+func TestSEC2LostNodeKeyReinitJournal(t *testing.T) {
+	secret := "s3cr3t-" + randomHex(t, 12)
+	n := newNode(t)
+	vault := n.writeFile("vault.yaml", fmt.Sprintf("name: vault\nservices:\n  app:\n    command: [\"/bin/sh\", \"-c\", \"exec sleep 100000\"]\n    env: {PW: {value: %q, secret: true}}\n    stop_grace_period: 1s\n", secret))
+	n.start("running")
+	n.mustCLI("apply", vault, n.writeFile("plain.yaml", idleStack("plain", false)))
+	n.eventually("vault and plain converged", 60*time.Second, func() bool {
+		return converged(n.service("vault", "app")) && converged(n.service("plain", "a"))
+	})
+	st, _ := n.status()
+	identity := st.Daemon.Node
+	inst := n.service("plain", "a").Replicas[0].Instance
+	pid := pidOf(t, n, inst)
+	n.kill()
+	keyPath := filepath.Join(n.data(), "node.key")
+	if err := os.Remove(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	n.start("failed")
+	out := n.mustCLI("reinit", "journal", "--yes")
+	for _, want := range []string{"kept the node identity", "left stacks vault in the attic", "sealed with another node key"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reinit output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, secret) {
+		t.Error("the secret shows in the reinit's output")
+	}
+	n.waitState("running")
+	n.eventually("plain adopted", 60*time.Second, func() bool { return converged(n.service("plain", "a")) })
+	if got := n.service("plain", "a").Replicas; len(got) != 1 || got[0].Instance != inst || pidOf(t, n, inst) != pid {
+		t.Errorf("plain/a after reinit: %+v (was %s pid %d)", got, inst, pid)
+	}
+	if s := n.service("vault", "app"); s.Stack != "" {
+		t.Errorf("vault/app after reinit: %+v, want it gone with the old key", s)
+	}
+	after, _ := n.status()
+	if after.Daemon.Node != identity {
+		t.Errorf("node %+v after reinit, was %+v", after.Daemon.Node, identity)
+	}
+	if fi, err := os.Stat(keyPath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("node key after reinit: %v %v", fi, err)
+	}
+	if moved, _ := filepath.Glob(filepath.Join(n.data(), "attic", "*", "node.key")); len(moved) != 0 {
+		t.Errorf("reinit journal moved the node key: %v", moved)
+	}
+	n.mustCLI("apply", vault)
+	n.eventually("vault converged again", 60*time.Second, func() bool { return converged(n.service("vault", "app")) })
+
+	// With the key that sealed them, a reinit carries the sealed values
+	// over: the secret stack is salvaged and adopted, not restarted.
+	running := instances(n.service("vault", "app"))
+	if code := n.stop(); code != 0 {
+		t.Fatalf("daemon exit %d", code)
+	}
+	out = n.mustCLI("reinit", "journal", "--yes")
+	if strings.Contains(out, "left stacks") || !strings.Contains(out, "salvaged") {
+		t.Errorf("reinit with the sealing key:\n%s", out)
+	}
+	n.start("running")
+	n.eventually("vault adopted after the reinit", 60*time.Second, func() bool {
+		s := n.service("vault", "app")
+		return converged(s) && fmt.Sprint(instances(s)) == fmt.Sprint(running)
+	})
+	if code := n.stop(); code != 0 {
+		t.Fatalf("daemon exit %d", code)
+	}
+	grepDataDir(t, n.data(), false, secret)
+}

@@ -51,6 +51,29 @@ type eventSink struct {
 }
 
 func (e eventSink) Emit(ev messages.Event) {
+	e.logEvent(ev)
+	if err := e.j.Emit(ev); err != nil {
+		e.log.Error().Err(err).Str("kind", ev.Kind).Msg("event not recorded")
+	}
+	if e.extra != nil {
+		e.extra(ev)
+	}
+}
+
+// Record is Emit that returns once the event is on disk: for an event
+// that announces a change of the desired state (SVC-23), so the answer
+// to the request comes after it.
+func (e eventSink) Record(ev messages.Event) {
+	e.logEvent(ev)
+	if _, err := e.j.Append(ev); err != nil {
+		e.log.Error().Err(err).Str("kind", ev.Kind).Msg("event not recorded")
+	}
+	if e.extra != nil {
+		e.extra(ev)
+	}
+}
+
+func (e eventSink) logEvent(ev messages.Event) {
 	lvl := zerolog.InfoLevel
 	switch ev.Level {
 	case messages.LevelWarn:
@@ -60,10 +83,4 @@ func (e eventSink) Emit(ev messages.Event) {
 	}
 	e.log.WithLevel(lvl).Str("kind", ev.Kind).Str("stack", ev.Stack).Str("service", ev.Service).
 		Str("instance", ev.Instance).Str("actor", ev.Actor).Msg(ev.Message)
-	if err := e.j.Emit(ev); err != nil {
-		e.log.Error().Err(err).Str("kind", ev.Kind).Msg("event not recorded")
-	}
-	if e.extra != nil {
-		e.extra(ev)
-	}
 }

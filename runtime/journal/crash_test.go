@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,8 +46,13 @@ func crashRound(j *Journal, i int) error {
 	svc, host := fmt.Sprintf("svc-%d", i), fmt.Sprintf("host-%d", i)
 	def := json.RawMessage(fmt.Sprintf(`{"round":%d}`, i))
 	_, err := j.RecordDeployment("web", Deployment{Definition: def, Source: "socket"})
-	return errors.Join(err,
-		j.StopService("web", svc),
+	// An override and the declaration it was set against (SVC-23).
+	_, ovErr := j.ChangeStack("web", StackChange{
+		Declared:     &Declaration{Digest: strconv.Itoa(i), Replicas: map[string]int{svc: 1}},
+		SetOverrides: true, Overrides: []Override{{Service: svc, Field: FieldReplicas, Value: strconv.Itoa(i), File: "1", By: Who{UID: uint32(i)}}},
+	})
+	return errors.Join(err, ovErr,
+		j.StopServiceBy("web", svc, &Who{UID: uint32(i)}),
 		j.SaveRollout(RolloutProgress{Stack: "web", Service: svc, Deployment: uint64(i), Revision: "r", SlotsDone: []int{i}}),
 		j.MarkFailed(FailedRevision{Stack: "crash", Service: svc, Deployment: uint64(i), Revision: "r"}),
 		j.SetDue(host, epoch.Add(time.Duration(i)*time.Second)),
@@ -127,10 +133,25 @@ func checkRounds(t *testing.T, j *Journal, acked int) {
 		string(st.Current.Definition) != fmt.Sprintf(`{"round":%d}`, st.Current.ID) {
 		t.Fatalf("desired state %+v after %d acks", st.Current, acked)
 	}
+	// The last acknowledged override is there, with the declaration it
+	// was written with (SVC-23).
+	if st.Declared == nil {
+		t.Fatalf("no declaration after %d acks", acked)
+	}
+	round, _ := strconv.Atoi(st.Declared.Digest)
+	o, ok := st.Override("svc-"+st.Declared.Digest, FieldReplicas)
+	if round < acked || !ok || o.Value != st.Declared.Digest || o.By.UID != uint32(round) {
+		t.Fatalf("declaration %+v, override %+v after %d acks", st.Declared, o, acked)
+	}
 	for i := 1; i <= acked; i++ {
 		svc, host := fmt.Sprintf("svc-%d", i), fmt.Sprintf("host-%d", i)
 		if !must(j.IsStopped("web", svc)) {
 			t.Fatalf("round %d: stopped intent lost", i)
+		}
+		if all := must(j.StoppedServices()); !slices.ContainsFunc(all, func(s StoppedIntent) bool {
+			return s.Service == svc && s.By != nil && s.By.UID == uint32(i)
+		}) {
+			t.Fatalf("round %d: who stopped %s was lost", i, svc)
 		}
 		if p, found := must2(j.Rollout("web", svc)); !found || p.SlotsDone[0] != i {
 			t.Fatalf("round %d: rollout lost: %+v", i, p)

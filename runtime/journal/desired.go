@@ -36,6 +36,12 @@ type StackState struct {
 	Stack    string      `json:"stack"`
 	Current  Deployment  `json:"current"`
 	Previous *Deployment `json:"previous,omitempty"`
+	// Declared is what the stack file said when it was last applied; nil
+	// in a record written before engenho kept it.
+	Declared *Declaration `json:"declared,omitempty"`
+	// Overrides are the operator's commands that replace a value the
+	// stack file declares (SVC-23). Deployments and rollbacks keep them.
+	Overrides []Override `json:"overrides,omitempty"`
 }
 
 func checkDeployment(d Deployment) error {
@@ -61,46 +67,13 @@ func checkDeployment(d Deployment) error {
 
 // RecordDeployment makes d the stack's current deployment and the former
 // current one its previous (SVC-5). It assigns d.ID (and AppliedAt when
-// zero). Failed-revision records of deployments that are now neither
-// current nor previous are dropped: they can never be rolled out again.
-// Synced before it returns.
+// zero). The declaration and the overrides are kept. Failed-revision
+// records of deployments that are now neither current nor previous are
+// dropped: they can never be rolled out again. Synced before it returns.
 func (j *Journal) RecordDeployment(stack string, d Deployment) (StackState, error) {
-	if err := checkName("stack", stack); err != nil {
-		return StackState{}, err
-	}
-	if err := checkDeployment(d); err != nil {
-		return StackState{}, fmt.Errorf("stack %s: %w", stack, err)
-	}
-	if d.AppliedAt.IsZero() {
-		d.AppliedAt = j.opts.Clock.Now()
-	}
-	var st StackState
-	err := j.update(func(txn *badger.Txn) error {
-		var seq uint64
-		if _, err := getJSON(txn, deploySeqKey(stack), &seq); err != nil {
-			return err
-		}
-		found, err := getJSON(txn, desiredKey(stack), &st)
-		if err != nil {
-			return err
-		}
-		d.ID = seq + 1
-		next := StackState{Stack: stack, Current: d}
-		if found {
-			prev := st.Current
-			next.Previous = &prev
-		}
-		st = next
-		if err := setJSON(txn, deploySeqKey(stack), d.ID); err != nil {
-			return err
-		}
-		if err := setJSON(txn, desiredKey(stack), st); err != nil {
-			return err
-		}
-		return dropStaleFailed(txn, st)
-	})
+	st, err := j.ChangeStack(stack, StackChange{Deploy: &d})
 	if err != nil {
-		return StackState{}, fmt.Errorf("journal: stack %s: record deployment: %w", stack, err)
+		return StackState{}, fmt.Errorf("record deployment: %w", err)
 	}
 	return st, nil
 }
@@ -130,30 +103,12 @@ func (j *Journal) Stacks() ([]StackState, error) {
 }
 
 // Rollback swaps the current and previous deployments (SVC-17), so a
-// second rollback undoes the first. ErrNoPrevious when there is none,
-// ErrNotFound when the stack is unknown. Synced.
+// second rollback undoes the first; the overrides are kept. ErrNoPrevious
+// when there is none, ErrNotFound when the stack is unknown. Synced.
 func (j *Journal) Rollback(stack string) (StackState, error) {
-	if err := checkName("stack", stack); err != nil {
-		return StackState{}, err
-	}
-	var st StackState
-	err := j.update(func(txn *badger.Txn) error {
-		found, err := getJSON(txn, desiredKey(stack), &st)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return ErrNotFound
-		}
-		if st.Previous == nil {
-			return ErrNoPrevious
-		}
-		cur := st.Current
-		st.Current, st.Previous = *st.Previous, &cur
-		return setJSON(txn, desiredKey(stack), st)
-	})
+	st, err := j.ChangeStack(stack, StackChange{Rollback: true})
 	if err != nil {
-		return StackState{}, fmt.Errorf("journal: stack %s: rollback: %w", stack, err)
+		return StackState{}, fmt.Errorf("rollback: %w", err)
 	}
 	return st, nil
 }

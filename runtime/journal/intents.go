@@ -13,6 +13,9 @@ type StoppedIntent struct {
 	Stack   string    `json:"stack"`
 	Service string    `json:"service"`
 	Since   time.Time `json:"since"`
+	// By is who stopped it; nil when not known (recorded before engenho
+	// kept it, or not through the socket).
+	By *Who `json:"by,omitempty"`
 }
 
 func checkService(stack, service string) error {
@@ -25,8 +28,19 @@ func checkService(stack, service string) error {
 // StopService records that stack/service must stay stopped. Stopping a
 // stopped service keeps the original Since. Synced.
 func (j *Journal) StopService(stack, service string) error {
+	return j.StopServiceBy(stack, service, nil)
+}
+
+// StopServiceBy is StopService that also records who asked. Stopping a
+// stopped service keeps the original Since and By. Synced.
+func (j *Journal) StopServiceBy(stack, service string, by *Who) error {
 	if err := checkService(stack, service); err != nil {
 		return err
+	}
+	if by != nil {
+		if err := checkWho(*by); err != nil {
+			return fmt.Errorf("service %s/%s: %w", stack, service, err)
+		}
 	}
 	err := j.update(func(txn *badger.Txn) error {
 		var cur StoppedIntent
@@ -34,7 +48,7 @@ func (j *Journal) StopService(stack, service string) error {
 		if err != nil || found {
 			return err
 		}
-		in := StoppedIntent{Stack: stack, Service: service, Since: j.opts.Clock.Now()}
+		in := StoppedIntent{Stack: stack, Service: service, Since: j.opts.Clock.Now(), By: by}
 		return setJSON(txn, stoppedKey(stack, service), in)
 	})
 	if err != nil {

@@ -114,8 +114,8 @@ func Observe(t Tracker, r Result, now time.Time) (Tracker, Change) {
 
 // NextProbe returns when the next probe should start, never before now:
 // the first is due at StartedAt, later ones StartInterval after the last
-// observation while starting and Interval after it otherwise. With no
-// healthcheck it returns the zero time (never).
+// observation while starting (Interval when that is shorter) and Interval
+// after it otherwise. With no healthcheck it returns the zero time (never).
 func NextProbe(t Tracker, now time.Time) time.Time {
 	if t.Status == StatusNone {
 		return time.Time{}
@@ -124,7 +124,10 @@ func NextProbe(t Tracker, now time.Time) time.Time {
 	if !t.LastAt.IsZero() {
 		cadence := t.Config.Interval
 		if t.Status == StatusStarting {
-			cadence = t.Config.StartInterval
+			// Never slower than interval: with `interval: 1s` a starting
+			// instance that fails is found unhealthy after about retries
+			// seconds, not retries × start_interval (SVC-13 fails it fast).
+			cadence = min(t.Config.StartInterval, t.Config.Interval)
 		}
 		next = t.LastAt.Add(cadence)
 	}

@@ -153,6 +153,13 @@ func TestNextProbe(t *testing.T) {
 	}
 	check(t0.Add(65*time.Second), t0.Add(95*time.Second)) // unhealthy: interval
 
+	// SVC-7, SVC-13: while starting, never slower than interval.
+	fast := NewTracker(Config{Kind: KindHTTP, Interval: time.Second, StartInterval: 5 * time.Second, Retries: 2}, t0)
+	fast, _ = Observe(fast, Result{Outcome: Unhealthy}, t0)
+	if got := NextProbe(fast, t0); !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("interval 1s, start_interval 5s: next probe at %s, want 1s", got.Sub(t0))
+	}
+
 	none := NewTracker(Config{Kind: KindNone}, t0)
 	if got := NextProbe(none, t0); !got.IsZero() {
 		t.Fatalf("no healthcheck: NextProbe = %s, want zero", got)
@@ -238,7 +245,7 @@ func TestTrackerProperties(t *testing.T) {
 			next := NextProbe(tr, now)
 			cadence := cfg.Interval
 			if tr.Status == StatusStarting {
-				cadence = cfg.StartInterval
+				cadence = min(cfg.StartInterval, cfg.Interval)
 			}
 			if !next.Equal(now.Add(cadence)) {
 				rt.Fatalf("step %d: next probe %s after the observation, want %s", i, next.Sub(now), cadence)

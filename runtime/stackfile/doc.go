@@ -17,7 +17,9 @@
 //     create, update, scale, reconfigure, remove, unchanged (SVC-4).
 //     FormatPlan prints it for `engenho apply --dry-run`.
 //   - Marshal / Unmarshal are the journal's canonical JSON form; secret
-//     values in it are sealed with the node key (NodeKey).
+//     values in it are sealed with the node key (NodeKey). Canonical is
+//     that form with each secret as the key's digest of it: the same
+//     bytes for the same definition on this node, to hash.
 //   - InstanceSpec / SidecarSpec render the drivers.Spec of one instance,
 //     named STACK-SERVICE-SLOT-ID and labelled per SVC-3;
 //     Service.Revision is the hash of what defines an instance.

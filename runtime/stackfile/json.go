@@ -41,13 +41,39 @@ func Marshal(st *Stack, key NodeKey) ([]byte, error) {
 		}
 		out.Services[name] = sealed
 	}
+	return encodeRecord(out)
+}
+
+// encodeRecord is st's journal record as canonical JSON.
+func encodeRecord(st *Stack) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(journalRecord{Format: journalFormat, Stack: out}); err != nil {
+	if err := enc.Encode(journalRecord{Format: journalFormat, Stack: st}); err != nil {
 		return nil, fmt.Errorf("stack %s: encode: %w", st.Name, err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Canonical renders st as Marshal does but with every secret env value
+// written as the node key's digest of it (SEC-2): never the value, and
+// never a seal, whose random nonce would give other bytes each time. The
+// same definition gives the same bytes on this node whether it was just
+// parsed from a file or read back from the journal, so a hash of them
+// identifies a declaration across reloads and restarts (SVC-23). A stack
+// with secrets needs key (ErrNoNodeKey); st itself is left unbound.
+func Canonical(st *Stack, key NodeKey) ([]byte, error) {
+	if st == nil {
+		return nil, errors.New("stackfile: canonical form of a nil stack")
+	}
+	out := st.Clone()
+	if err := out.BindSecrets(key); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", st.Name, err)
+	}
+	for name, svc := range out.Services {
+		out.Services[name] = svc.forCompare()
+	}
+	return encodeRecord(out)
 }
 
 // Unmarshal reads what Marshal wrote, opens its sealed values with key

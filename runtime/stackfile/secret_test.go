@@ -205,3 +205,53 @@ func TestRevisionKeyedDigestSEC2(t *testing.T) {
 		}
 	}
 }
+
+// SEC-2, SVC-23: Canonical gives the same bytes for the same definition
+// on this node, whether just parsed (a seal would have a fresh nonce each
+// time) or read back from the journal, never holds the secret nor a seal,
+// changes with the secret and with the key, and needs the key for a stack
+// with secrets. A stack without secrets gives Marshal's bytes.
+func TestCanonicalIsStableAndSealsNothingSEC2(t *testing.T) {
+	first, err := Canonical(mustParse(t, "s.yaml", secretStack), testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(first, []byte(secretValue)) || bytes.Contains(first, []byte("sealed")) {
+		t.Fatalf("canonical form holds the secret or a seal: %s", first)
+	}
+	st := mustParse(t, "s.yaml", secretStack)
+	if again, _ := Canonical(st, testKey); !bytes.Equal(again, first) {
+		t.Fatal("two parses of one file give other canonical bytes")
+	}
+	if st.Services["api"].Env["PW"].digest != "" {
+		t.Fatal("Canonical bound the caller's stack")
+	}
+	data, err := Marshal(st, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(data, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Canonical(back, testKey); !bytes.Equal(got, first) {
+		t.Fatal("the canonical form changed through the journal")
+	}
+	rotated := mustParse(t, "s.yaml", strings.ReplaceAll(secretStack, secretValue, secretValue+"-rotated"))
+	if got, _ := Canonical(rotated, testKey); bytes.Equal(got, first) {
+		t.Fatal("a rotated secret gives the same canonical bytes")
+	}
+	otherKey, _ := nodekey.New(bytes.Repeat([]byte{8}, 32))
+	if got, _ := Canonical(st, otherKey); bytes.Equal(got, first) {
+		t.Fatal("another node's key gives the same canonical bytes")
+	}
+	if _, err := Canonical(st, nil); !errors.Is(err, ErrNoNodeKey) {
+		t.Fatalf("Canonical of a stack with secrets without a key: %v", err)
+	}
+	plain := mustParse(t, "p.yaml", "name: p\nservices:\n  a:\n    command: [\"/bin/a\"]\n    env: {X: \"1\"}\n")
+	c, err := Canonical(plain, nil)
+	m, merr := Marshal(plain, nil)
+	if err != nil || merr != nil || !bytes.Equal(c, m) {
+		t.Fatalf("a stack without secrets: Canonical %s (%v), Marshal %s (%v)", c, err, m, merr)
+	}
+}

@@ -11,6 +11,30 @@ import (
 type Board struct {
 	services sync.Map // "stack/service" -> *serviceEntry
 	stacks   sync.Map // stack -> messages.StackStatus
+
+	mu      sync.Mutex
+	changed chan struct{} // closed at the next service change; nil while nobody waits
+}
+
+// Changed returns a channel that is closed at the next change of any
+// service or replica snapshot: a waiter takes it, reads what it needs, and
+// waits on it, so it misses no change and never polls (apply --wait).
+func (b *Board) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+func (b *Board) notify() {
+	b.mu.Lock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+	b.mu.Unlock()
 }
 
 type serviceEntry struct {
@@ -39,6 +63,7 @@ func (b *Board) PutReplica(r messages.ReplicaStatus) {
 	e.mu.Lock()
 	e.replicas[r.ID] = r
 	e.mu.Unlock()
+	b.notify()
 }
 
 // DeleteReplica drops a replica that has ended.
@@ -47,6 +72,7 @@ func (b *Board) DeleteReplica(stack, service, id string) {
 	e.mu.Lock()
 	delete(e.replicas, id)
 	e.mu.Unlock()
+	b.notify()
 }
 
 // PutService publishes a service's snapshot (without its replicas).
@@ -56,11 +82,13 @@ func (b *Board) PutService(s messages.ServiceStatus) {
 	s.Replicas = nil
 	e.status = s
 	e.mu.Unlock()
+	b.notify()
 }
 
 // DeleteService drops a removed service and its replicas.
 func (b *Board) DeleteService(stack, service string) {
 	b.services.Delete(key(stack, service))
+	b.notify()
 }
 
 // Service returns a service's snapshot with its replicas sorted by slot.
@@ -119,7 +147,10 @@ func (b *Board) PutStack(s messages.StackStatus) { b.stacks.Store(s.Stack, s) }
 // DeleteStack drops a removed stack.
 func (b *Board) DeleteStack(stack string) { b.stacks.Delete(stack) }
 
-// Stacks returns every stack's snapshot sorted by name.
+// Stacks returns every stack's snapshot sorted by name. A stack is
+// converged only if each of its services is converged on the board now:
+// the stack actor hears of a service's change a message later, and status
+// never says converged beside a service that fails (SVC-19).
 func (b *Board) Stacks() []messages.StackStatus {
 	var out []messages.StackStatus
 	b.stacks.Range(func(_, v any) bool {
@@ -127,5 +158,24 @@ func (b *Board) Stacks() []messages.StackStatus {
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Stack < out[j].Stack })
+	for i, st := range out {
+		if !st.Converged {
+			continue
+		}
+		for _, name := range st.Services {
+			v, ok := b.services.Load(key(st.Stack, name))
+			if !ok {
+				continue // a host service: the activator reports it
+			}
+			e := v.(*serviceEntry)
+			e.mu.RLock()
+			state := e.status.State
+			e.mu.RUnlock()
+			if state != messages.ServiceConverged {
+				out[i].Converged = false
+				break
+			}
+		}
+	}
 	return out
 }

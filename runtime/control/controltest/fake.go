@@ -35,6 +35,8 @@ type Fake struct {
 	// reconfigure answer; LifecycleErr, when set, is returned instead.
 	State        lifecycle.State
 	LifecycleErr error
+	// ReconfigureFunc, when set, answers reconfigure instead.
+	ReconfigureFunc func() (control.ReconfigureResult, error)
 	// EpochResult answers epoch; reinit is refused with conflict unless its
 	// epoch equals EpochResult.Epoch, and answers ReinitResult.
 	EpochResult  control.EpochResult
@@ -176,6 +178,10 @@ func (f *Fake) Exit(context.Context) (control.LifecycleResult, error) {
 }
 
 func (f *Fake) Reconfigure(context.Context) (control.ReconfigureResult, error) {
+	if f.ReconfigureFunc != nil {
+		f.record(control.OpReconfigure, nil)
+		return f.ReconfigureFunc()
+	}
 	r, err := f.lifecycle(control.OpReconfigure, nil)
 	return control.ReconfigureResult{State: r.State}, err
 }
@@ -222,7 +228,7 @@ func (f *Fake) Remove(_ context.Context, a control.RemoveArgs) (control.ChangeRe
 }
 
 func (f *Fake) Scale(_ context.Context, a control.ScaleArgs) (control.ScaleResult, error) {
-	return answer(f, control.OpScale, a, control.ScaleResult{Stack: a.Stack, Service: a.Service, From: 1, To: a.Replicas})
+	return answer(f, control.OpScale, a, control.ScaleResult{Stack: a.Stack, Service: a.Service, From: 1, To: a.Replicas, Changed: a.Replicas != 1})
 }
 
 func (f *Fake) Rollback(_ context.Context, a control.StackRef) (control.ChangeResult, error) {
