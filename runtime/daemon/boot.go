@@ -181,7 +181,12 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	}
 	key, err := nodekey.LoadOrCreate(d.dir.NodeKeyPath())
 	if err != nil {
-		return fail(fmt.Errorf("%w (secret env values in the journal and the instances' state files are sealed with it)", err))
+		err = fmt.Errorf("%w (secret env values in the journal and the instances' state files are sealed with it)", err)
+		if errors.Is(err, nodekey.ErrDamaged) || errors.Is(err, nodekey.ErrExposed) {
+			// Damaged state holds (REL-5): a retry on a timer cannot fix it.
+			err = journalDamage{err: err, hint: fmt.Sprintf("put back %s from a backup of the data directory (mode 0600), then run `engenho retry`", d.dir.NodeKeyPath())}
+		}
+		return fail(err)
 	}
 	if s.Process.Enabled {
 		if err := process.BecomeSubreaper(); err != nil {
@@ -217,10 +222,13 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	dep.now, dep.announce = d.clk.Now, d.parts.sink.Record
 	desired, removing, err := dep.Desired()
 	if err != nil {
+		err = fmt.Errorf("reading the desired state: %w", err)
 		if errors.Is(err, nodekey.ErrWrongKey) {
-			err = fmt.Errorf("%w; the journal's secret env values were sealed with another node key: put back %s from a backup of the data directory, or run `engenho reinit journal` and apply the stack files again", err, d.dir.NodeKeyPath())
+			// A lost key holds like a damaged journal (REL-5): no retry on a
+			// timer brings the key back.
+			err = journalDamage{err: err, hint: fmt.Sprintf("the journal's secret env values were sealed with another node key: put back %s from a backup of the data directory and run `engenho retry`, or run `engenho reinit journal` and apply the stack files again", d.dir.NodeKeyPath())}
 		}
-		return fail(fmt.Errorf("reading the desired state: %w", err))
+		return fail(err)
 	}
 	return func() {
 		d.parts.drivers, d.parts.closers = drvs, closers

@@ -26,10 +26,11 @@ import (
 // DATA/control/journal-check.log (a Go trace; it is never logged).
 const checkLog = "journal-check.log"
 
-// journalDamage is a journal the daemon cannot use, with what the operator
+// journalDamage is a journal (or the node key that opens its sealed
+// values) the daemon cannot use, with what the operator
 // does about it.
 type journalDamage struct {
-	err  error // *journal.DamageError or *journal.IdentityMismatchError
+	err  error // *journal.DamageError, *journal.IdentityMismatchError or a nodekey error
 	hint string
 }
 

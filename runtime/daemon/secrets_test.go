@@ -226,7 +226,8 @@ func TestSEC2LostNodeKeyHolds(t *testing.T) {
 	}
 	n.start("failed")
 	out, _ := n.cli("status")
-	for _, w := range []string{"sealed with another node key", keyPath, "engenho reinit journal"} {
+	// REL-5: a lost key holds (class corrupt), it is not retried on a timer.
+	for _, w := range []string{"sealed with another node key", keyPath, "engenho reinit journal", "hold", "corrupt"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("status lacks %q:\n%s", w, out)
 		}
