@@ -14,6 +14,9 @@ GO        ?= go
 BIN       := cmd/engenho/engenho
 CHAOS_BIN := cmd/engenho/engenho-chaos
 FUZZTIME  ?= 20s
+# Minimizing a new input may take the fuzzer up to a minute (its default),
+# longer than the whole FUZZTIME: keep it short so the time is spent fuzzing.
+FUZZMIN   ?= 2s
 BENCHTIME ?= 1x
 export GOFLAGS := -buildvcs=false
 
@@ -65,10 +68,10 @@ soak: build-chaos
 	$(CHAOS_BIN) chaos run --scenario soak --seed $${SEED:-$$(date +%s)} --faults $${FAULTS:-5000} --report chaos/reports/soak
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./configs/stackfile/
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./configs/daemonconfig/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./runtime/control/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./drivers/objstore/lease/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./configs/stackfile/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./configs/daemonconfig/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./runtime/control/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./drivers/objstore/lease/
 
 lint:
 	$(GO) vet ./...

@@ -346,6 +346,7 @@ func (c *campaign) heal(ctx context.Context) error {
 			return err
 		}
 	}
+	c.healJournal(ctx)
 	_, _ = c.a.chaos(ctx, control.ChaosArgs{Kind: "clear"})
 	ok, _, vs, _ := c.await(ctx, c.a, c.clk.Now(), awaitSpec{bound: time.Minute})
 	if !ok {
@@ -419,6 +420,9 @@ func (c *campaign) teardown() {
 	}
 	if c.work == "" {
 		return
+	}
+	if c.a != nil {
+		_ = thaw(filepath.Join(c.a.dataDir(), "journal")) // a journal fault may have left it immutable
 	}
 	if c.opts.Keep || !c.rep.OK() {
 		c.printf("chaos: kept %s (daemon logs: */daemon.log)\n", c.work)

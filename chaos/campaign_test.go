@@ -115,6 +115,11 @@ func TestSelfTestForgetAdopt(t *testing.T) { selfTest(t, "selftest-adopt", 5) }
 // intent is violated).
 func TestSelfTestStopNoop(t *testing.T) { selfTest(t, "selftest-stop", 3) }
 
+// REL-5, CHS acceptance: a daemon that opens a damaged journal without
+// checking it first is caught (it crashes, or runs on it, instead of
+// holding and naming the file and `engenho reinit journal`).
+func TestSelfTestSkipJournalCheck(t *testing.T) { selfTest(t, "selftest-journal", 1) }
+
 // A planted bug is only in the scenarios that ask for it.
 func TestScenarios(t *testing.T) {
 	for _, name := range ScenarioNames() {

@@ -125,7 +125,7 @@ func (c *campaign) runFaultOnce(ctx context.Context, f schedule.Fault) report.Re
 			res.Recovery = report.Millis(at.Sub(start))
 		}
 	}
-	res.Violation = dedupe(vs)
+	res.Violation = dedupe(append(inj.violations, vs...))
 	if len(notes) > 0 {
 		res.Detail = strings.TrimSpace(res.Detail + "; " + strings.Join(notes, "; "))
 		res.Detail = strings.TrimPrefix(res.Detail, "; ")
@@ -245,6 +245,8 @@ func (c *campaign) inject(ctx context.Context, f schedule.Fault, before observat
 		return c.injectGarbage(ctx, f, inj)
 	case schedule.SocketFlood:
 		return c.injectFlood(ctx, f, inj)
+	case schedule.JournalCorrupt, schedule.JournalReadonly:
+		return c.injectJournal(ctx, f, inj)
 	}
 	return errSkip{fmt.Sprintf("%s needs hibernating hosts, which this daemon does not run", f.Kind)}
 }

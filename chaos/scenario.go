@@ -52,6 +52,7 @@ var fullMix = schedule.Mix{
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
 	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
+	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
 }
 
 // soakMix gives the slow faults (hangs, lease expiry, a daemon killed
@@ -70,11 +71,16 @@ var scenarios = map[string]Scenario{
 	"ci":    {Name: "ci", Doc: "the CI campaign: every fault kind the machine can run", Mix: fullMix, IntentEvery: 20},
 	"soak":  {Name: "soak", Doc: "a long campaign: the CI mix, more intents", Mix: fullMix, IntentEvery: 35},
 	"smoke": {Name: "smoke", Doc: "a short mix for the integration test", Mix: fullMix, IntentEvery: 25},
+	"journal": {Name: "journal", Doc: "journal faults only: damaged and read-only journals, each recovered as an operator would",
+		Mix: schedule.Mix{schedule.JournalCorrupt: 3, schedule.JournalReadonly: 1}, NoHosts: true},
 	"rollout": {Name: "rollout", Doc: "daemon kills at rollout points only, to replay a rollout that pauses after one",
 		Mix: schedule.Mix{schedule.DaemonKillRollout: 1}, NoHosts: true},
 	"selftest-adopt": {Name: "selftest-adopt", Doc: "self-test: a daemon that forgets to re-adopt after a restart must be caught",
 		Mix: schedule.Mix{schedule.DaemonKill: 1}, Plant: inject.PlantForgetAdopt,
 		Expect: []string{"one-per-slot"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
+	"selftest-journal": {Name: "selftest-journal", Doc: "self-test: a daemon that opens a damaged journal unchecked must be caught",
+		Mix: schedule.Mix{schedule.JournalCorrupt: 1}, Plant: inject.PlantSkipJournalCheck,
+		Expect: []string{"operator-told"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
 	"selftest-stop": {Name: "selftest-stop", Doc: "self-test: a daemon whose stop does nothing must be caught",
 		Mix: schedule.Mix{schedule.WorkloadKill: 1}, IntentEvery: 100, Plant: inject.PlantStopNoop + ":jobs-worker-",
 		Expect: []string{"stopped-intent"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
@@ -103,7 +109,8 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.ConfigTruncate, schedule.ConfigHalf:
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.ConfigTruncate, schedule.ConfigHalf,
+		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute
 	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout:
 		return 2 * time.Minute

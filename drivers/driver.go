@@ -59,13 +59,26 @@ type Spec struct {
 	// inside the container for incus (empty: the image's init).
 	Command []string
 	// Image is the image alias (incus); unused by the process driver.
-	Image      string
-	Env        map[string]string
+	Image string
+	Env   map[string]string
+	// SecretEnv names the Env entries whose values are secret (SEC-2): a
+	// driver hands them to the workload but never stores them in
+	// plaintext (the process driver seals them with Options.Sealer) nor
+	// shows them.
+	SecretEnv  []string
 	WorkingDir string
 	// User is "uid[:gid]" or a user name; empty is the daemon's own.
 	User      string
 	Ports     []Port
 	Resources Resources
+}
+
+// Sealer keeps secret values at rest (SEC-2): Seal encrypts plaintext
+// under the node's key, Open reverses it. label says what the value is
+// (an env variable's name); a sealed value opens only under its label.
+type Sealer interface {
+	Seal(label, plaintext string) (string, error)
+	Open(label, sealed string) (string, error)
 }
 
 // Port publishes Target (the port the workload listens on) at

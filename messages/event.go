@@ -55,6 +55,9 @@ const (
 	KindDaemonBooted      = "daemon.booted"
 	KindDaemonCrashed     = "daemon.crashed"
 	KindDaemonState       = "daemon.state"
+	KindDaemonBootFailed  = "daemon.boot_failed"
+	KindJournalDamaged    = "journal.damaged"
+	KindJournalReinit     = "journal.reinit"
 	KindConfigReloaded    = "config.reloaded"
 	KindConfigRejected    = "config.rejected"
 	// An operator's command now holds a value the stack file declares,

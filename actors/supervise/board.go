@@ -11,6 +11,30 @@ import (
 type Board struct {
 	services sync.Map // "stack/service" -> *serviceEntry
 	stacks   sync.Map // stack -> messages.StackStatus
+
+	mu      sync.Mutex
+	changed chan struct{} // closed at the next service change; nil while nobody waits
+}
+
+// Changed returns a channel that is closed at the next change of any
+// service or replica snapshot: a waiter takes it, reads what it needs, and
+// waits on it, so it misses no change and never polls (apply --wait).
+func (b *Board) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+func (b *Board) notify() {
+	b.mu.Lock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+	b.mu.Unlock()
 }
 
 type serviceEntry struct {
@@ -39,6 +63,7 @@ func (b *Board) PutReplica(r messages.ReplicaStatus) {
 	e.mu.Lock()
 	e.replicas[r.ID] = r
 	e.mu.Unlock()
+	b.notify()
 }
 
 // DeleteReplica drops a replica that has ended.
@@ -47,6 +72,7 @@ func (b *Board) DeleteReplica(stack, service, id string) {
 	e.mu.Lock()
 	delete(e.replicas, id)
 	e.mu.Unlock()
+	b.notify()
 }
 
 // PutService publishes a service's snapshot (without its replicas).
@@ -56,11 +82,13 @@ func (b *Board) PutService(s messages.ServiceStatus) {
 	s.Replicas = nil
 	e.status = s
 	e.mu.Unlock()
+	b.notify()
 }
 
 // DeleteService drops a removed service and its replicas.
 func (b *Board) DeleteService(stack, service string) {
 	b.services.Delete(key(stack, service))
+	b.notify()
 }
 
 // Service returns a service's snapshot with its replicas sorted by slot.

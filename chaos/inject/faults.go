@@ -30,6 +30,10 @@ const (
 	// PlantStopNoop makes Stop answer success without stopping anything,
 	// so a stopped intent is silently not honoured.
 	PlantStopNoop Plant = "stop-noop"
+	// PlantSkipJournalCheck makes the daemon open its journal without
+	// checking it in a child process first, as before REL-5: badger then
+	// panics, leaks or silently drops records on a damaged journal.
+	PlantSkipJournalCheck Plant = "skip-journal-check"
 )
 
 // Kind is the plant without its instance filter.
@@ -50,10 +54,10 @@ func (p Plant) Covers(instance string) bool {
 // PlantNone.
 func ParsePlant(s string) (Plant, error) {
 	switch p := Plant(s); p.Kind() {
-	case PlantNone, PlantForgetAdopt, PlantStopNoop:
+	case PlantNone, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck:
 		return p, nil
 	}
-	return PlantNone, badRule("%s %q: want %s or %s", PlantEnv, s, PlantForgetAdopt, PlantStopNoop)
+	return PlantNone, badRule("%s %q: want %s, %s or %s", PlantEnv, s, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck)
 }
 
 // Armed is a rule as the registry holds it.

@@ -35,6 +35,11 @@ const (
 
 	SocketGarbage Kind = "socket.garbage"
 	SocketFlood   Kind = "socket.flood"
+
+	// JournalCorrupt damages node a's journal while its daemon is down
+	// (REL-5); JournalReadonly makes the journal directory immutable.
+	JournalCorrupt  Kind = "journal.corrupt"
+	JournalReadonly Kind = "journal.readonly"
 )
 
 // Need is a component a fault kind needs on the machine.
@@ -65,6 +70,7 @@ var needs = map[Kind]Need{
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
 	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
+	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,
 }
 
 // Needs is what k needs on the machine.

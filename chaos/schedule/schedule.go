@@ -130,7 +130,7 @@ func (p Plan) available(k Kind) bool {
 func (p Plan) targetsFor(k Kind) []Target {
 	var want func(Target) bool
 	switch k {
-	case PanicRoot, DaemonKill, ConfigTruncate, ConfigHalf, SocketGarbage, SocketFlood:
+	case PanicRoot, DaemonKill, ConfigTruncate, ConfigHalf, SocketGarbage, SocketFlood, JournalCorrupt, JournalReadonly:
 		return []Target{{}}
 	case PanicStack, PanicService, PanicReplica:
 		want = func(t Target) bool { return t.Driver != "host" }
@@ -230,10 +230,15 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	case SocketFlood:
 		set("conns", 40+rng.IntN(61))
 		set("requests", 10+rng.IntN(41))
+	case JournalCorrupt:
+		oneOf("damage", JournalDamages...)
+	case JournalReadonly:
+		set("kill", boolInt(rng.IntN(2) == 0))
 	}
 	// Intents aim at replicated services; host faults run on nodes of
-	// their own.
-	if k != DaemonKill && k != DaemonKillRollout && k.Needs() != NeedHosts && rng.IntN(100) < p.IntentEvery {
+	// their own. A corrupt journal loses the intents before it (nothing
+	// of a damaged journal is salvaged), so none is drawn for it.
+	if k != DaemonKill && k != DaemonKillRollout && k != JournalCorrupt && k.Needs() != NeedHosts && rng.IntN(100) < p.IntentEvery {
 		if in, ok := p.intent(rng); ok {
 			f.Intents = append(f.Intents, in)
 		}
@@ -243,6 +248,12 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	}
 	return f
 }
+
+// JournalDamages are the damages journal.corrupt draws from: a table's
+// bytes overwritten, its footer zeroed, cut in half, emptied, or gone; the
+// MANIFEST cut or overwritten; the write-ahead log damaged at its start
+// (after a SIGKILL).
+var JournalDamages = []string{"sst-bytes", "sst-footer", "sst-cut", "sst-empty", "sst-missing", "manifest-cut", "manifest-junk", "wal"}
 
 // intent draws an operator intent: scale a scalable service, or stop or
 // start a stoppable one.

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,13 +57,42 @@ func TestCHS4GoldenSchedule(t *testing.T) {
 	}
 }
 
-const goldenSeed1 = `   1 driver.timeout       jobs/worker pick=1667356528 count=2 delay_ms=2300 op=inspect [stop jobs/worker]
-   2 panic.service        jobs/worker pick=773690051
-   3 driver.fail          shop/web pick=3818854482 count=3 op=inspect
-   4 driver.fail          shop/web pick=1971299792 count=3 op=start
-   5 incus.kill-init      edge/box pick=118004074
-   6 socket.flood         pick=2132991119 conns=72 requests=14
+const goldenSeed1 = `   1 incus.kill-init      edge/box pick=1667356528
+   2 panic.service        edge/box pick=1127422099
+   3 panic.root           pick=773690051
+   4 driver.hang          shop/web pick=3818854482 count=1 op=inspect
+   5 incus.kill-init      edge/box pick=545857100
+   6 panic.service        edge/box pick=3402224840
 `
+
+// REL-5, CHS-2: journal.corrupt always names a damage from the list and
+// is never preceded by an intent (a damaged journal loses intents: the
+// campaign could not tell a lost intent from a broken one).
+func TestJournalFaults(t *testing.T) {
+	p := testPlan(3, 400)
+	p.Mix = Mix{JournalCorrupt: 1, JournalReadonly: 1}
+	faults, err := Build(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range faults {
+		switch f.Kind {
+		case JournalCorrupt:
+			if len(f.Intents) > 0 || !slices.Contains(JournalDamages, f.Params["damage"]) {
+				t.Fatalf("fault %s", f)
+			}
+			seen[f.Params["damage"]] = true
+		case JournalReadonly:
+			if k := f.Params["kill"]; k != "0" && k != "1" {
+				t.Fatalf("fault %s", f)
+			}
+		}
+	}
+	if len(seen) != len(JournalDamages) {
+		t.Fatalf("400 faults drew damages %v of %v", seen, JournalDamages)
+	}
+}
 
 // Different seeds give different schedules (a schedule is not a constant).
 func TestSeedsDiffer(t *testing.T) {

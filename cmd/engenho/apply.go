@@ -76,16 +76,26 @@ func runApply(s *session, args control.ApplyArgs) error {
 		fmt.Fprint(s.out, formatApplyResult(res, progress.planned))
 	}
 	if res.Outcome == control.OutcomeFailed {
-		return fmt.Errorf("rollout failed: %d service(s) did not converge", len(res.Failed))
+		return fmt.Errorf("rollout failed: %s", strings.Join(failedNames(res), ", "))
 	}
 	return nil
 }
 
-// progressPrinter turns apply --wait's stream into lines, printing a
-// service's line only when it changed.
+func failedNames(res control.ApplyResult) []string {
+	var out []string
+	for _, v := range res.Verdicts {
+		if v.Outcome == control.OutcomeFailed {
+			out = append(out, v.Stack+"/"+v.Service)
+		}
+	}
+	return out
+}
+
+// progressPrinter turns apply --wait's stream into lines: the plan, then
+// each event of a changed service and each service line the daemon sends
+// (it sends one only when the service's state, counts or a slot moved).
 type progressPrinter struct {
 	planned bool
-	last    map[string]string
 }
 
 func (pp *progressPrinter) next(p control.ApplyProgress) string {
@@ -96,30 +106,47 @@ func (pp *progressPrinter) next(p control.ApplyProgress) string {
 		b.WriteString("\nrolling out:\n")
 	}
 	if p.Service != nil {
-		line := progressLine(*p.Service)
-		key := p.Service.Stack + "/" + p.Service.Service
-		if pp.last == nil {
-			pp.last = map[string]string{}
+		b.WriteString(progressLine(*p.Service))
+		if p.Note != "" {
+			b.WriteString("  [" + p.Note + "]")
 		}
-		if pp.last[key] != line {
-			pp.last[key] = line
-			b.WriteString(line + "\n")
-		}
+		b.WriteString("\n")
+	}
+	if p.Event != nil {
+		b.WriteString(progressEvent(*p.Event) + "\n")
 	}
 	return b.String()
 }
 
 // progressLine: "web/api  updating  2/3 healthy  slot 1 done, 2 updating,
-// 3 pending: message".
+// 3 pending: message"; without a rollout, each replica's phase by slot
+// ("slot 1 serving, 2 probing").
 func progressLine(s messages.ServiceStatus) string {
 	line := fmt.Sprintf("%s/%s  %s  %d/%d healthy", s.Stack, s.Service, s.State, s.Healthy, s.Desired)
-	if s.Rollout != nil {
+	switch {
+	case s.Rollout != nil:
 		line += "  " + slotStates(s.Rollout.Slots)
+	case len(s.Replicas) > 0:
+		slots := make([]messages.SlotStatus, len(s.Replicas))
+		for i, r := range s.Replicas {
+			slots[i] = messages.SlotStatus{Slot: r.Slot, State: r.Phase}
+		}
+		line += "  " + slotStates(slots)
 	}
 	if s.Message != "" {
 		line += ": " + oneLine(s.Message, messageWidth)
 	}
 	return line
+}
+
+// progressEvent: "  #41 replica.restarted web-api-1-x1: unhealthy: exit
+// code 1; failure 2" (control characters escaped, as `engenho events`).
+func progressEvent(e messages.Event) string {
+	who := e.Instance
+	if who == "" {
+		who = e.Stack + "/" + e.Service
+	}
+	return fmt.Sprintf("  #%d %s %s: %s", e.Seq, e.Kind, who, escapeControl(e.Message))
 }
 
 // formatPlans: per stack, the plan table (SVC-4).
@@ -144,8 +171,9 @@ func formatPlans(plans []control.StackPlan, dryRun bool) string {
 }
 
 // formatApplyResult: the plan (unless the stream already showed it), then
-// how a waited rollout ended, with the failed services' output (SVC-5,
-// SVC-21).
+// the one verdict of a waited rollout: converged, or failed with each
+// failed service's reason and output, and what was still rolling out
+// (SVC-5, SVC-21).
 func formatApplyResult(res control.ApplyResult, planShown bool) string {
 	var b strings.Builder
 	if !planShown {
@@ -157,19 +185,42 @@ func formatApplyResult(res control.ApplyResult, planShown bool) string {
 			b.WriteString("\nrolling out in the background: engenho status, or apply --wait to follow\n")
 		}
 	case control.OutcomeConverged:
-		b.WriteString("\nconverged\n")
+		if len(res.Verdicts) == 0 {
+			b.WriteString("\nnothing to roll out\n")
+		} else {
+			b.WriteString("\nconverged\n")
+		}
 	case control.OutcomeFailed:
 		b.WriteString("\nrollout failed:\n")
-		for _, s := range res.Failed {
-			fmt.Fprintf(&b, "  %s/%s %s", s.Stack, s.Service, s.State)
-			if s.Message != "" {
-				b.WriteString(": " + s.Message)
-			}
-			b.WriteString("\n")
-			if s.FailureOutput != "" {
-				b.WriteString(lastLines(s.FailureOutput, failureLines, "    | "))
-			}
-		}
+		writeVerdicts(&b, res)
 	}
 	return b.String()
+}
+
+func writeVerdicts(b *strings.Builder, res control.ApplyResult) {
+	output := map[string]string{}
+	for _, s := range res.Failed {
+		output[s.Stack+"/"+s.Service] = s.FailureOutput
+	}
+	var rolling, done []string
+	for _, v := range res.Verdicts {
+		name := v.Stack + "/" + v.Service
+		switch v.Outcome {
+		case control.OutcomeFailed:
+			fmt.Fprintf(b, "  %s: %s\n", name, escapeControl(v.Reason))
+			if out := output[name]; out != "" {
+				b.WriteString(lastLines(out, failureLines, "    | "))
+			}
+		case control.OutcomeConverged:
+			done = append(done, name)
+		default:
+			rolling = append(rolling, name)
+		}
+	}
+	if len(done) > 0 {
+		fmt.Fprintf(b, "  converged: %s\n", strings.Join(done, ", "))
+	}
+	if len(rolling) > 0 {
+		fmt.Fprintf(b, "  still rolling out: %s (engenho status follows them)\n", strings.Join(rolling, ", "))
+	}
 }

@@ -68,6 +68,7 @@ func newChaosHooks(log *logging.Logger) *daemon.Hooks {
 		WrapDriver:       func(d drivers.Driver) drivers.Driver { return inject.WrapDriver(d, r.faults()) },
 		WrapStore:        func(s objstore.Store, prefix string) objstore.Store { return inject.WrapStore(s, prefix, r.faults()) },
 		AllowInjectPanic: true,
+		SkipJournalCheck: func() bool { return r.faults().Plant().Kind() == inject.PlantSkipJournalCheck },
 		Ops: map[string]daemon.OpFunc{
 			chaosPanic:       chaosPanicOp,
 			chaosDriver:      r.armOp(inject.LayerDriver),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -201,17 +202,19 @@ func TestSVC4ApplyDryRunSendsTheFiles(t *testing.T) {
 func TestSVC5ApplyWaitExitsNonZeroOnFailure(t *testing.T) {
 	failed := messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServicePaused, Message: "never healthy", FailureOutput: "boom\n"}
 	f := &controltest.Fake{
-		Progress:    []control.ApplyProgress{{Planned: []control.StackPlan{{Stack: "web"}}}, {Service: &failed}},
-		ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web"}}, Outcome: control.OutcomeFailed, Failed: []messages.ServiceStatus{failed}},
+		Progress: []control.ApplyProgress{{Planned: []control.StackPlan{{Stack: "web"}}}, {Service: &failed}},
+		ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web"}}, Outcome: control.OutcomeFailed, Failed: []messages.ServiceStatus{failed},
+			Verdicts: []control.ServiceVerdict{{Stack: "web", Service: "api", Outcome: control.OutcomeFailed, Reason: "paused: never healthy"}}},
 	}
 	sock := daemonFake(t, f)
 	file := filepath.Join(t.TempDir(), "web.yaml")
 	os.WriteFile(file, []byte("x"), 0o600)
 	out, errs, code := cli(t, sock, "", "apply", "--wait", file)
-	if code != 1 || !strings.Contains(errs, "rollout failed") || !strings.Contains(out, "web/api  paused") || !strings.Contains(out, "    | boom") {
+	if code != 1 || !strings.Contains(errs, "rollout failed: web/api") || !strings.Contains(out, "web/api  paused") || !strings.Contains(out, "  web/api: paused: never healthy\n    | boom") {
 		t.Fatalf("failed wait: %d\n%s\n%s", code, out, errs)
 	}
 	f.ApplyResult.Outcome, f.ApplyResult.Failed = control.OutcomeConverged, nil
+	f.ApplyResult.Verdicts[0].Outcome = control.OutcomeConverged
 	if out, errs, code := cli(t, sock, "", "apply", "--wait", file); code != 0 || !strings.Contains(out, "converged") {
 		t.Fatalf("converged wait: %d\n%s\n%s", code, out, errs)
 	}
@@ -282,12 +285,12 @@ func TestSVC20EventsFollowUntilInterrupted(t *testing.T) {
 		Feed:     make(chan messages.Event),
 	}
 	sock := daemonFake(t, f)
-	out, _, code := cli(t, sock, "", "events", "--since", "1")
+	out, _, code := cli(t, sock, "", "events", "--since", "2")
 	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "#2 ") {
-		t.Fatalf("events --since 1: %d %q", code, out)
+		t.Fatalf("events --since 2: %d %q", code, out)
 	}
 	if got := f.Calls()[0].Args; got != (control.EventsArgs{Since: 1}) {
-		t.Errorf("--since sent as %+v", got)
+		t.Errorf("--since 2 sent as %+v, want since 1 (the protocol's since is the last seen)", got)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -307,6 +310,41 @@ func TestSVC20EventsFollowUntilInterrupted(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("interrupted follow exit %d, want 0", code)
+	}
+}
+
+// SVC-20: `events --since N` starts at event N, N included (docs/control.md);
+// --since 0 and 1 show all that are kept. A multi-line message is one
+// escaped line in the table and the same string in --json.
+func TestSVC20EventsSinceIncludesN(t *testing.T) {
+	var log []messages.Event
+	for i := uint64(1); i <= 5; i++ {
+		log = append(log, messages.Event{Seq: i, Kind: "x.y", Level: "info", Message: fmt.Sprintf("event %d", i)})
+	}
+	log[3].Message = "probe said\nline two"
+	sock := daemonFake(t, &controltest.Fake{EventLog: log})
+	for since, want := range map[string][]uint64{"3": {3, 4, 5}, "5": {5}, "6": nil, "1": {1, 2, 3, 4, 5}, "0": {1, 2, 3, 4, 5}} {
+		out, errs, code := cli(t, sock, "", "--json", "events", "--since", since)
+		if code != 0 {
+			t.Fatalf("--since %s: %d %s", since, code, errs)
+		}
+		var got []uint64
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var e messages.Event
+			if line != "" && json.Unmarshal([]byte(line), &e) == nil && e.Kind != "" {
+				got = append(got, e.Seq)
+				if e.Seq == 4 && e.Message != "probe said\nline two" {
+					t.Errorf("--json changed the message: %q", e.Message)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("--since %s: events %v, want %v", since, got, want)
+		}
+	}
+	out, _, _ := cli(t, sock, "", "events", "--since", "4")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], `probe said\nline two`) {
+		t.Errorf("human events: %q", out)
 	}
 }
 
@@ -354,4 +392,47 @@ func TestDMN11SocketPathDefaults(t *testing.T) {
 	same(t, "data dir", path("", "--data-dir", "/srv/e", "tree"), "/srv/e/control/engenho.sock")
 	same(t, "env", path("/run/e.sock", "--data-dir", "/srv/e", "tree"), "/run/e.sock")
 	same(t, "flag", path("/run/e.sock", "tree", "--socket", "/tmp/x.sock"), "/tmp/x.sock")
+}
+
+// DMN-16: reconfigure says what the reload did. A refused config is exit 1
+// with every error the daemon listed, never "accepted"; a reload that
+// applied says so, key by key and stack by stack; outside running the
+// lifecycle's answer is shown as accepted.
+func TestDMN16ReconfigureSaysWhatHappened(t *testing.T) {
+	running := lifecycle.State{Name: lifecycle.Running, Epoch: 2}
+	var answer func() (control.ReconfigureResult, error)
+	f := &controltest.Fake{ReconfigureFunc: func() (control.ReconfigureResult, error) { return answer() }}
+	sock := daemonFake(t, f)
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{}, control.Errorf(control.CodeInvalid,
+			"config rejected, the daemon keeps running on the config it has:\n  /etc/engenho/web.yaml:5: services.api.bogus: unknown key\n  /etc/engenho/db.yaml:2: name: want a stack name")
+	}
+	out, errs, code := cli(t, sock, "", "reconfigure")
+	if code != 1 || strings.Contains(out+errs, "accepted") || !strings.Contains(errs, "web.yaml:5: services.api.bogus: unknown key") || !strings.Contains(errs, "db.yaml:2") {
+		t.Errorf("rejected: exit %d\n%s%s", code, out, errs)
+	}
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{State: running, Reloaded: true, Applied: []string{"log.level", "stack web: api update"}, NeedsRestart: []string{"edge.listen"}}, nil
+	}
+	out, errs, code = cli(t, sock, "", "reconfigure")
+	same(t, "reloaded", out, "config reloaded: running, epoch 2\napplied in place:\n  log.level\n  stack web: api update\nneeds a restart: edge.listen\n")
+	if code != 0 {
+		t.Errorf("reloaded: exit %d %s", code, errs)
+	}
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{State: running, Reloaded: true}, nil
+	}
+	if out, _, _ := cli(t, sock, "", "reconfigure"); !strings.Contains(out, "nothing to apply in place") {
+		t.Errorf("nothing changed: %q", out)
+	}
+
+	answer = func() (control.ReconfigureResult, error) {
+		return control.ReconfigureResult{State: lifecycle.State{Name: lifecycle.Booting, Phase: lifecycle.PhaseResolveConfig}}, nil
+	}
+	if out, _, code := cli(t, sock, "", "reconfigure"); code != 0 || !strings.Contains(out, "reconfigure accepted: booting") {
+		t.Errorf("booting: %d %q", code, out)
+	}
 }

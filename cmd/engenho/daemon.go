@@ -21,12 +21,16 @@ func init() {
 				"re-reads the config. The control socket is DATA/control/engenho.sock.",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return runDaemon(configPath, dataDir, logFormat)
+				format, err := logging.ParseFormat(logFormat)
+				if err != nil {
+					return usageError(fmt.Errorf("--log-format: %w", err))
+				}
+				return runDaemon(configPath, dataDir, format, cmd.Flags().Changed("log-format"))
 			},
 		}
 		cmd.Flags().StringVar(&configPath, "config", "/etc/engenho/engenho.yaml", "daemon config file")
 		cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (overrides the config's data_dir; default /var/lib/engenho)")
-		cmd.Flags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), json or console")
+		cmd.Flags().StringVar(&logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), json or console; overrides the config's log.format")
 		return cmd
 	})
 }
@@ -35,7 +39,10 @@ func init() {
 // sets it (chaos_hooks.go, -tags chaos). In the shipped binary it is nil.
 var chaosHooks func(*logging.Logger) *daemon.Hooks
 
-func runDaemon(configPath, dataDir, logFormat string) error {
+// runDaemon runs the daemon. The logger starts in the flag's format; unless
+// the flag was given, the daemon switches it to the config's log.format
+// once it has read the file (DMN-17).
+func runDaemon(configPath, dataDir, logFormat string, formatFixed bool) error {
 	log := logging.New(os.Stderr, logFormat, zerolog.InfoLevel)
 	logging.RouteSlog(log.Logger)
 	bin, err := os.Executable()
@@ -46,7 +53,7 @@ func runDaemon(configPath, dataDir, logFormat string) error {
 	if chaosHooks != nil {
 		hooks = chaosHooks(log)
 	}
-	d, err := daemon.New(daemon.Options{ConfigPath: configPath, DataDir: dataDir, Bin: bin, Log: log, Hooks: hooks})
+	d, err := daemon.New(daemon.Options{ConfigPath: configPath, DataDir: dataDir, Bin: bin, Log: log, LogFormatFixed: formatFixed, Hooks: hooks})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -15,29 +17,41 @@ import (
 )
 
 // engenho events [--since N] [--tail N] [-f]: the event log (SVC-20).
+// --since N starts at event N (N included); on the wire that is since N-1,
+// as the protocol's since is the last event already seen.
 func init() {
 	subcommands = append(subcommands, func() *cobra.Command {
 		var args control.EventsArgs
+		var from uint64
 		cmd := &cobra.Command{
 			Use:   "events [--since N] [-f]",
 			Short: "Show the event log; -f follows new events",
 			Args:  usageArgs(cobra.NoArgs),
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if cmd.Flags().Changed("since") {
-					args.Tail = 0
+					args.Tail, args.Since = 0, sinceArg(from)
 				}
 				return withClient(cmd, func(s *session) error { return runEvents(s, args) })
 			},
 		}
-		cmd.Flags().Uint64Var(&args.Since, "since", 0, "events after sequence number N")
+		cmd.Flags().Uint64Var(&from, "since", 0, "events from sequence number N on, N included (0 or 1: all that are kept)")
 		cmd.Flags().IntVarP(&args.Tail, "tail", "n", 100, "without --since: the last N events (0: all that are kept)")
 		cmd.Flags().BoolVarP(&args.Follow, "follow", "f", false, "keep following new events until interrupted")
 		return cmd
 	})
 }
 
+// sinceArg turns --since N (from N on) into the protocol's since (after
+// it).
+func sinceArg(from uint64) uint64 {
+	if from == 0 {
+		return 0
+	}
+	return from - 1
+}
+
 func runEvents(s *session, args control.EventsArgs) error {
-	_, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
+	res, err := s.c.Events(s.ctx, args, func(e messages.Event) error {
 		if s.json {
 			return printJSON(s.out, e)
 		}
@@ -47,12 +61,17 @@ func runEvents(s *session, args control.EventsArgs) error {
 	if args.Follow && errors.Is(err, context.Canceled) {
 		return nil // interrupted: the way out of -f
 	}
+	if err == nil && res.Memory && !s.json {
+		fmt.Fprintln(s.out, "(the journal is not open: these are the daemon's own events since it closed it, kept in memory)")
+	}
 	return err
 }
 
 // formatEvent is one event on one line: "#12 2025-03-01 12:00:00.000 warn
 // health.unhealthy web/api web-api-2-x1: no healthy replica for 20s
-// (reason=...)".
+// (reason=...)". Newlines and other control characters in the message and
+// the fields (probe output, a workload's stderr) are escaped, so an event
+// is always one line and cannot drive the terminal.
 func formatEvent(e messages.Event, loc *time.Location) string {
 	var b strings.Builder
 	at := time.UnixMilli(e.UnixMs).In(loc).Format("2006-01-02 15:04:05.000")
@@ -60,7 +79,7 @@ func formatEvent(e messages.Event, loc *time.Location) string {
 	if where := eventWhere(e); where != "" {
 		b.WriteString(" " + where)
 	}
-	b.WriteString(": " + e.Message)
+	b.WriteString(": " + escapeControl(e.Message))
 	if len(e.Fields) > 0 {
 		keys := make([]string, 0, len(e.Fields))
 		for k := range e.Fields {
@@ -69,7 +88,7 @@ func formatEvent(e messages.Event, loc *time.Location) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = k + "=" + e.Fields[k]
+			parts[i] = escapeControl(k) + "=" + escapeControl(e.Fields[k])
 		}
 		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
 	}
@@ -92,4 +111,23 @@ func eventWhere(e messages.Event) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// escapeControl writes control characters as Go escapes: a newline as \n,
+// a tab as \t, a carriage return as \r, anything else (ESC included) as
+// \xNN or \uNNNN. Other text, backslashes too, is left as it is.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unicode.IsControl(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r) // '\n', '\x1b', '\u0085'
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/stackfile"
@@ -165,25 +166,38 @@ worker   scale      eeeeeeeeeeee                  1 -> 4    -
 `)
 }
 
-// TestSVC5WaitProgressAndFailure: --wait prints the recorded plan, a line
-// per service each time it changes (not when it repeats), and on failure
-// the failed services with their output.
+// TestSVC5WaitProgressAndFailure: --wait prints the recorded plan, each
+// service line and event the daemon streams (slot by slot), and one
+// verdict: on failure the reason of each failed service with its output,
+// what converged and what was still rolling out; never "converged" after
+// "rollout failed".
 func TestSVC5WaitProgressAndFailure(t *testing.T) {
 	var pp progressPrinter
 	updating := messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServiceUpdating, Desired: 2, Healthy: 1,
 		Rollout: &messages.RolloutStatus{Slots: []messages.SlotStatus{{Slot: 1, State: "done"}, {Slot: 2, State: "updating"}}}}
+	starting := messages.ServiceStatus{Stack: "web", Service: "db", State: messages.ServiceStarting, Desired: 2, Healthy: 1,
+		Replicas: []messages.ReplicaStatus{{Slot: 1, Phase: "serving"}, {Slot: 2, Phase: "probing"}}}
 	steps := []control.ApplyProgress{
 		{Planned: []control.StackPlan{{Stack: "web", Deployment: "d-0002", Changes: []stackfile.Change{{Service: "api", Action: stackfile.ActionUpdate, FromRevision: "aaaaaaaaaaaa", ToRevision: "bbbbbbbbbbbb", FromReplicas: 2, ToReplicas: 2}}}}},
 		{Service: &updating},
-		{Service: &updating},
-		{Service: &messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServicePaused, Desired: 2, Healthy: 1, Message: "slot 2 never became healthy"}},
+		{Service: &starting},
+		{Service: &messages.ServiceStatus{Stack: "web", Service: "cache", State: messages.ServiceConverged, Desired: 1, Healthy: 1}, Note: "holding 5s before the verdict (update_config.monitor)"},
+		{Event: &messages.Event{Seq: 41, Kind: messages.KindReplicaRestarted, Stack: "web", Service: "api", Instance: "web-api-2-x2", Message: "unhealthy: HTTP 500\nbody"}},
+		{Event: &messages.Event{Seq: 42, Kind: messages.KindDeployFailed, Stack: "web", Service: "api", Message: "revision bbbbbbbbbbbb: slot 2 did not become healthy within 1m32s"}},
+		{Event: &messages.Event{Seq: 43, Kind: messages.KindRolloutRolledBack, Stack: "web", Service: "api", Message: "rolled back to revision aaaaaaaaaaaa"}},
 	}
 	var got string
 	for _, s := range steps {
 		got += pp.next(s)
 	}
 	res := control.ApplyResult{Stacks: steps[0].Planned, Outcome: control.OutcomeFailed,
-		Failed: []messages.ServiceStatus{{Stack: "web", Service: "api", State: messages.ServicePaused, Message: "slot 2 never became healthy", FailureOutput: "listening\nhealth: 500\n"}}}
+		Verdicts: []control.ServiceVerdict{
+			{Stack: "web", Service: "api", Outcome: control.OutcomeFailed, Reason: "deploy.failed: revision bbbbbbbbbbbb: slot 2 did not become healthy within 1m32s", Seq: 42},
+			{Stack: "web", Service: "db"},
+			{Stack: "web", Service: "cache", Outcome: control.OutcomeConverged}},
+		// After the rollback the service converged on the old revision:
+		// its state says so, the verdict does not.
+		Failed: []messages.ServiceStatus{{Stack: "web", Service: "api", State: messages.ServiceConverged, FailureOutput: "listening\nhealth: 500\n"}}}
 	got += formatApplyResult(res, pp.planned)
 	same(t, "wait", got, `stack web: deployment d-0002 recorded:
 SERVICE  ACTION  REVISION                      REPLICAS  CHANGED
@@ -191,13 +205,24 @@ api      update  aaaaaaaaaaaa -> bbbbbbbbbbbb  2         -
 
 rolling out:
 web/api  updating  1/2 healthy  slot 1 done, 2 updating
-web/api  paused  1/2 healthy: slot 2 never became healthy
+web/db  starting  1/2 healthy  slot 1 serving, 2 probing
+web/cache  converged  1/1 healthy  [holding 5s before the verdict (update_config.monitor)]
+  #41 replica.restarted web-api-2-x2: unhealthy: HTTP 500\nbody
+  #42 deploy.failed web/api: revision bbbbbbbbbbbb: slot 2 did not become healthy within 1m32s
+  #43 rollout.rolled_back web/api: rolled back to revision aaaaaaaaaaaa
 
 rollout failed:
-  web/api paused: slot 2 never became healthy
+  web/api: deploy.failed: revision bbbbbbbbbbbb: slot 2 did not become healthy within 1m32s
     | listening
     | health: 500
+  converged: web/cache
+  still rolling out: web/db (engenho status follows them)
 `)
+	if strings.Contains(got[strings.Index(got, "rollout failed:"):], "\nconverged\n") {
+		t.Errorf("a failed rollout also says converged:\n%s", got)
+	}
+	same(t, "converged", formatApplyResult(control.ApplyResult{Outcome: control.OutcomeConverged, Verdicts: res.Verdicts[2:]}, true), "\nconverged\n")
+	same(t, "nothing", formatApplyResult(control.ApplyResult{Outcome: control.OutcomeConverged}, true), "\nnothing to roll out\n")
 }
 
 // TestSVC20EventLine: one event per line with its sequence, time, level,
@@ -208,6 +233,20 @@ func TestSVC20EventLine(t *testing.T) {
 	same(t, "event", formatEvent(e, time.UTC), "#12 2025-03-01 12:00:00.000 warn  health.unhealthy web/api web-api-2-x1: no healthy replica for 20s (a=1, b=2)")
 	same(t, "daemon event", formatEvent(messages.Event{Seq: 1, Level: messages.LevelInfo, Kind: messages.KindDaemonBooted, Message: "up"}, time.UTC),
 		"#1 1970-01-01 00:00:00.000 info  daemon.booted: up")
+}
+
+// SVC-20: probe output and workload text in an event stay on one line in
+// the human output: newlines, tabs, carriage returns and terminal escapes
+// are written as escapes, in the message and in the fields.
+func TestSVC20EventLineEscapesControlCharacters(t *testing.T) {
+	e := messages.Event{Seq: 11, UnixMs: now.UnixMilli(), Level: messages.LevelWarn, Kind: messages.KindReplicaRestarted, Stack: "b", Service: "sick",
+		Message: "unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1", Fields: map[string]string{"output": "a\nb", "path": `C:\dir`}}
+	got := formatEvent(e, time.UTC)
+	same(t, "escaped", got, `#11 2025-03-01 12:00:00.000 warn  replica.restarted b/sick: unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1 (output=a\nb, path=C:\dir)`)
+	if strings.ContainsFunc(got, unicode.IsControl) {
+		t.Errorf("a control character reached the terminal: %q", got)
+	}
+	same(t, "plain text untouched", escapeControl("héllo wörld ✓"), "héllo wörld ✓")
 }
 
 func TestFormatHelpers(t *testing.T) {
@@ -224,6 +263,26 @@ func TestFormatHelpers(t *testing.T) {
 	same(t, "log chunk", formatLogChunk(control.LogChunk{Slot: 2, Text: "a\nb"}, true), "[2] a\n[2] b\n")
 	same(t, "log chunk raw", formatLogChunk(control.LogChunk{Slot: 2, Text: "a\n"}, false), "a\n")
 	same(t, "intent", formatIntent(control.ServiceIntentResult{Stack: "web", Service: "api", Stopped: true}), "web/api: already stopped\n")
+}
+
+// SVC-17, SVC-23: remove and rollback print what they did, service by
+// service, with the deployment they recorded; a second remove says the
+// stack is already going; a rollback adds its override notes. Never "no
+// changes" when something changed.
+func TestSVC17RemoveAndRollbackSayWhatTheyDid(t *testing.T) {
+	removed := control.ChangeResult{Stack: "web", Deployment: "4", Changes: []stackfile.Change{
+		{Service: "api", Action: stackfile.ActionRemove, FromRevision: "aaaaaaaaaaaa", FromReplicas: 2}}}
+	same(t, "remove", formatRemove(removed), "removing stack web (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\n")
+	removed.AlreadyRemoving = true
+	same(t, "remove again", formatRemove(removed), "stack web is already being removed (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\n")
+	back := control.ChangeResult{Stack: "web", Deployment: "1", Changes: []stackfile.Change{
+		{Service: "api", Action: stackfile.ActionUpdate, FromRevision: "bbbbbbbbbbbb", ToRevision: "aaaaaaaaaaaa", FromReplicas: 2, ToReplicas: 2, Fields: []string{"command"}}}}
+	same(t, "rollback", formatRollback(back), "rolling back stack web to deployment 1:\nSERVICE  ACTION  REVISION                      REPLICAS  CHANGED\napi      update  bbbbbbbbbbbb -> aaaaaaaaaaaa  2         command\n")
+	// SVC-23: and what the rollback leaves for the stack file to undo.
+	back.Notes = []string{"a reload or restart keeps deployment 1 until the stack file changes; `engenho rollback web` goes back to deployment 2, the stack file's"}
+	same(t, "rollback with its override", formatRollback(back), "rolling back stack web to deployment 1:\nSERVICE  ACTION  REVISION                      REPLICAS  CHANGED\n"+
+		"api      update  bbbbbbbbbbbb -> aaaaaaaaaaaa  2         command\n"+
+		"note: a reload or restart keeps deployment 1 until the stack file changes; `engenho rollback web` goes back to deployment 2, the stack file's\n")
 }
 
 // TestSVC19StatusBackoffRow: a service that backs off shows its counts,

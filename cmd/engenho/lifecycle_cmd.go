@@ -34,12 +34,23 @@ func formatLifecycleResult(op string, res control.LifecycleResult) string {
 	return fmt.Sprintf("%s accepted: %s\n", op, lifecycleLine(res.State))
 }
 
-// formatReconfigure adds what applied in place and what needs a restart.
+// formatReconfigure says whether the config was reloaded now, what applied
+// in place and what needs a restart; a refused config is an error (exit 1)
+// and never gets here.
 func formatReconfigure(res control.ReconfigureResult) string {
+	if !res.Reloaded {
+		return formatLifecycleResult("reconfigure", control.LifecycleResult{State: res.State}) +
+			"the config is read by the boot; engenho status shows how it goes\n"
+	}
 	var b strings.Builder
-	b.WriteString(formatLifecycleResult("reconfigure", control.LifecycleResult{State: res.State}))
-	if len(res.Applied) > 0 {
-		b.WriteString("applied in place: " + strings.Join(res.Applied, ", ") + "\n")
+	fmt.Fprintf(&b, "config reloaded: %s\n", lifecycleLine(res.State))
+	if len(res.Applied) == 0 {
+		b.WriteString("nothing to apply in place\n")
+	} else {
+		b.WriteString("applied in place:\n")
+		for _, a := range res.Applied {
+			b.WriteString("  " + a + "\n")
+		}
 	}
 	if len(res.NeedsRestart) > 0 {
 		b.WriteString("needs a restart: " + strings.Join(res.NeedsRestart, ", ") + "\n")

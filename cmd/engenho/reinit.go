@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/runtime/control"
+	"github.com/engenho/engenho/runtime/daemon"
 )
 
 // engenho reinit journal|identity [--yes]: move the journal or the node's
@@ -31,6 +34,9 @@ func init() {
 				what := args[0]
 				if !slices.Contains(control.ReinitTargets, what) {
 					return usageError(fmt.Errorf("reinit %q: want one of %s", what, strings.Join(control.ReinitTargets, ", ")))
+				}
+				if what == control.ReinitJournal && noDaemon(cmd) {
+					return runReinitOffline(cmd, yes)
 				}
 				return withClient(cmd, func(s *session) error {
 					return runReinit(s, what, yes, cmd.InOrStdin(), cmd.ErrOrStderr())
@@ -130,5 +136,60 @@ func formatReinitDone(res control.ReinitResult) string {
 	for _, m := range res.Moved {
 		b.WriteString("  " + m + "\n")
 	}
+	for _, n := range res.Notes {
+		b.WriteString(n + "\n")
+	}
 	return b.String()
+}
+
+// noDaemon reports whether no daemon answers on the socket (none there,
+// or a stale one).
+func noDaemon(cmd *cobra.Command) bool {
+	c, err := control.Dial(socketPath(cmd))
+	if err != nil {
+		return errors.Is(err, control.ErrNoDaemon)
+	}
+	c.Close()
+	return false
+}
+
+// runReinitOffline is reinit journal with the daemon down (REL-5): the
+// client takes the data directory's lock itself (DMN-2), so a daemon
+// starting meanwhile fails at once, and moves the journal aside as the
+// daemon would (DMN-14).
+func runReinitOffline(cmd *cobra.Command, yes bool) error {
+	dataDir := defaultDataDir
+	if f := cmd.Flags().Lookup("data-dir"); f != nil && f.Value.String() != "" {
+		dataDir = f.Value.String()
+	}
+	out, asJSON := cmd.OutOrStdout(), jsonOutput(cmd)
+	journalDir := filepath.Join(dataDir, "journal")
+	if !asJSON {
+		fmt.Fprintf(out, "reinit journal: no daemon answers on %s; working on %s under its lock\n", socketPath(cmd), dataDir)
+		fmt.Fprintf(out, "will move to %s (nothing is deleted):\n  %s\n", filepath.Join(dataDir, "attic"), journalDir)
+	}
+	if !yes {
+		if err := confirm(cmd.InOrStdin(), cmd.ErrOrStderr(), isTerminal(cmd.InOrStdin())); err != nil {
+			return err
+		}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return failure(fmt.Errorf("finding the engenho binary: %w", err))
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := daemon.ReinitJournalOffline(ctx, dataDir, daemon.ReinitOptions{Bin: bin})
+	if err != nil {
+		return failure(err)
+	}
+	res := control.ReinitResult{What: control.ReinitJournal, Moved: []string{r.Moved}, Salvaged: r.Salvaged, Lost: r.Lost,
+		Notes: r.Summary(), Offline: true}
+	if asJSON {
+		return printJSON(out, res)
+	}
+	_, err = io.WriteString(out, formatReinitDone(res))
+	return err
 }

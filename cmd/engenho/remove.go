@@ -28,7 +28,7 @@ func init() {
 					if err != nil {
 						return err
 					}
-					return s.show(res, func() string { return formatChanges("removing stack "+res.Stack, res) })
+					return s.show(res, func() string { return formatRemove(res) })
 				})
 			},
 		}
@@ -37,7 +37,17 @@ func init() {
 	})
 }
 
-// formatChanges: a heading, then the changes as the plan table.
+// formatRemove: "removing stack web (deployment 5):" and every service's
+// removal, or that the stack was already being removed.
+func formatRemove(res control.ChangeResult) string {
+	if res.AlreadyRemoving {
+		return formatChanges("stack "+res.Stack+" is already being removed", res)
+	}
+	return formatChanges("removing stack "+res.Stack, res)
+}
+
+// formatChanges: a heading with the deployment recorded, then the changes
+// as the plan table (what the command did, service by service).
 func formatChanges(heading string, res control.ChangeResult) string {
 	var b strings.Builder
 	b.WriteString(heading)
@@ -46,7 +56,7 @@ func formatChanges(heading string, res control.ChangeResult) string {
 	}
 	b.WriteString(":\n")
 	if len(res.Changes) == 0 {
-		b.WriteString("no changes\n")
+		b.WriteString("the stack has no services\n")
 		return b.String()
 	}
 	b.WriteString(trimRight(stackfile.FormatPlan(res.Changes)))

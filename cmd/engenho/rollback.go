@@ -23,11 +23,20 @@ func init() {
 					if err != nil {
 						return err
 					}
-					return s.show(res, func() string {
-						return formatChanges("rolling back stack "+res.Stack, res) + formatNotes(res.Notes)
-					})
+					return s.show(res, func() string { return formatRollback(res) })
 				})
 			},
 		}
 	})
+}
+
+// formatRollback: "rolling back stack web to deployment 2:", the changes
+// from the deployment that was current, then what the rollback means for
+// the stack file (the override it left, or none; SVC-23).
+func formatRollback(res control.ChangeResult) string {
+	heading := "rolling back stack " + res.Stack
+	if res.Deployment != "" {
+		heading += " to deployment " + res.Deployment
+	}
+	return formatChanges(heading, control.ChangeResult{Stack: res.Stack, Changes: res.Changes}) + formatNotes(res.Notes)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // convert turns the value viper found for l (a default of the Go type, a
@@ -17,11 +18,7 @@ func convert(l leaf, v any, fromEnv bool) (reflect.Value, string) {
 		if l.secret() {
 			return "(value hidden)"
 		}
-		s := fmt.Sprint(x)
-		if len(s) > 64 {
-			s = s[:61] + "..."
-		}
-		return strconv.Quote(s)
+		return quote(fmt.Sprint(x))
 	}
 	if v != nil && reflect.TypeOf(v) == l.typ {
 		// A default, already of the key's type.
@@ -96,6 +93,27 @@ func convert(l leaf, v any, fromEnv bool) (reflect.Value, string) {
 	panic("config: no converter for " + l.typ.String())
 }
 
+// quote renders a value for a message: Go-quoted, and cut short with its
+// length when long, so a 10k-character value gives a readable line.
+func quote(s string) string {
+	if len(s) <= 64 {
+		return strconv.Quote(s)
+	}
+	cut := 61
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s (%d characters)", strconv.Quote(s[:cut]+"..."), len(s))
+}
+
+// quotePath quotes a path whole unless it is longer than a path can be.
+func quotePath(s string) string {
+	if len(s) <= 4096 {
+		return strconv.Quote(s)
+	}
+	return quote(s)
+}
+
 // scalarString accepts a string, or a number or bool YAML typed as one
 // (`group: 1000`).
 func scalarString(v any) (string, bool) {
@@ -141,13 +159,13 @@ func toDuration(v any, show func(any) string) (time.Duration, string) {
 		if x == 0 {
 			return 0, ""
 		}
+		return 0, durationWant + ", got " + show(v) + ": a number needs a unit"
+	case float64:
+		return 0, durationWant + ", got " + show(v) + ": a number needs a unit"
 	case string:
-		d, err := time.ParseDuration(strings.TrimSpace(x))
-		if err == nil {
-			return d, ""
-		}
+		return parseDuration(x, show)
 	}
-	return 0, "want a duration with a unit such as 90s, 5m or 1h30m, got " + show(v)
+	return 0, durationWant + ", got " + show(v)
 }
 
 func toSize(v any, show func(any) string) (Size, string) {

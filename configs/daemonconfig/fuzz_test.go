@@ -33,6 +33,12 @@ func FuzzLoad(f *testing.F) {
 		"supervision: {ladder: {delays: [1s, 2m], jitter: 0.1}}", "control: {max_request: 10MiB}",
 		"edge: {listen: ':80'}\nmetrics: {listen: ':80'}", "log:\n  level: info\n  level: info",
 		"node: {name: \"\\u0000\"}", "\"\\xff\": 1", "? [a]\n: b", "--- {}\n--- {}",
+		// Input errors (issue 13): every stage at once, duplicates, long
+		// keys and values, durations out of range.
+		"log: {level: loud, bogus: 1}\nsweep: {interval: 99999999999h}\nprobe: {timeout: 1e400s}\nstacks: [nope.yaml]",
+		"edge: {listen: x}\nedge: {listen: ':1'}", "log:\n  level: info\n  format: json\n  level: debug",
+		strings.Repeat("k", 1100) + ": 1", "node: {name: " + strings.Repeat("n", 300) + "}",
+		"drain: {budget: -99999999999h}", "supervision: {ladder: {delays: [87600h, 87601h]}}",
 	} {
 		f.Add([]byte(s))
 	}

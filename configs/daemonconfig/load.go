@@ -71,19 +71,50 @@ func unwrapPathError(err error) error {
 
 // parser holds one parse: where each key is in the file, and the problems.
 type parser struct {
-	file       string
-	lines      map[string]int // dotted key (list items as key[i]) -> line
-	errs       Errors
+	file  string
+	lines map[string]int // dotted key (list items as key[i]) -> line
+	errs  Errors
+	// bad holds every key with a problem: a later stage neither converts
+	// nor checks it again, so each mistake is reported once.
+	bad map[string]bool
+	// dropped: the walk removed duplicate keys from the tree, which the
+	// merge then reads instead of the raw bytes.
+	dropped    bool
 	chaosBuild bool // Overrides.ChaosBuild
 }
 
+// fail reports a problem with key; later stages leave the key alone.
 func (p *parser) fail(line int, key string, kind error, format string, args ...any) {
+	p.bad[key] = true
+	p.report(line, key, kind, format, args...)
+}
+
+// report adds a problem without marking the key: a duplicate's first
+// value is still checked.
+func (p *parser) report(line int, key string, kind error, format string, args ...any) {
 	p.errs = append(p.errs, &Error{File: p.file, Line: line, Key: key, Kind: kind, Msg: fmt.Sprintf(format, args...)})
 }
 
+// reported says whether key, a section above it or a key below it
+// already has a problem.
+func (p *parser) reported(key string) bool {
+	for k := range p.bad {
+		if k == key || strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[") ||
+			strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[") {
+			return true
+		}
+	}
+	return false
+}
+
 // failKey reports a bad value of key, located in the file or the
-// environment, whichever it came from.
+// environment, whichever it came from; not when the key has a problem
+// already.
 func (p *parser) failKey(key string, format string, args ...any) {
+	if p.reported(key) {
+		return
+	}
+	p.bad[key] = true
 	e := &Error{File: p.file, Key: key, Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 	base, _, _ := strings.Cut(key, "[")
 	if l, ok := schema().byKey[base]; ok {
@@ -100,20 +131,21 @@ func (p *parser) failKey(key string, format string, args ...any) {
 	p.errs = append(p.errs, e)
 }
 
-// parse turns the file's bytes into a validated Config.
+// parse turns the file's bytes into a validated Config. Every stage
+// runs, whatever the one before found: the keys' shapes (walk), their
+// values (merge), the rules between them (validate) and the stack files
+// (resolveStacks), so one answer lists every problem. A key with a
+// problem takes its default for the later stages and gets no second one.
 func parse(file string, raw []byte, o Overrides) (*Config, error) {
-	p := &parser{file: file, lines: map[string]int{}, chaosBuild: o.ChaosBuild}
+	p := &parser{file: file, lines: map[string]int{}, bad: map[string]bool{}, chaosBuild: o.ChaosBuild}
 	root, err := p.document(raw)
 	if err != nil {
 		return nil, err
 	}
 	p.walk(schema().root, root)
-	if len(p.errs) > 0 {
+	cfg := p.merge(raw, root)
+	if cfg == nil {
 		return nil, p.errs
-	}
-	cfg, err := p.merge(raw)
-	if err != nil {
-		return nil, err
 	}
 	if o.DataDir != "" {
 		abs, err := filepath.Abs(o.DataDir)
@@ -126,9 +158,9 @@ func parse(file string, raw []byte, o Overrides) (*Config, error) {
 	cfg.File = file
 	p.resolvePaths(cfg)
 	p.validate(cfg)
-	if len(p.errs) == 0 {
-		files, err := resolveStacks(filepath.Dir(file), cfg.Stacks)
-		if err != nil {
+	if !p.bad["stacks"] {
+		files, errs := resolveStacks(filepath.Dir(file), cfg.Stacks)
+		for _, err := range errs {
 			p.failKey(err.key, "%s", err.msg)
 		}
 		cfg.StackFiles = files
@@ -157,12 +189,12 @@ func (p *parser) document(raw []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{File: p.file, Kind: ErrEmpty, Msg: "the file holds only comments (write {} for all defaults)"}
 		}
-		return nil, p.syntax(err)
+		return nil, p.syntaxIn(err, raw)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, p.syntax(err)
+			return nil, p.syntaxIn(err, raw)
 		}
 		return nil, &Error{File: p.file, Line: extra.Line, Kind: ErrSyntax, Msg: "more than one YAML document; the config is one document"}
 	}
@@ -181,10 +213,11 @@ func (p *parser) document(raw []byte) (*yaml.Node, error) {
 }
 
 // syntax turns a YAML parser error into an *Error with its line. The
-// parser's messages say what is wrong, never quote values.
+// parser's messages say what is wrong, never quote values. The parser
+// leaves out the line when it is the first.
 func (p *parser) syntax(err error) *Error {
 	msg := err.Error()
-	e := &Error{File: p.file, Kind: ErrSyntax}
+	e := &Error{File: p.file, Kind: ErrSyntax, Line: 1}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
@@ -193,6 +226,43 @@ func (p *parser) syntax(err error) *Error {
 	}
 	e.Msg = "invalid YAML: " + msg
 	return e
+}
+
+// syntaxIn is syntax for the file's own bytes: a key longer than YAML
+// allows gets a message that says so, as the parser's own ("mapping
+// values are not allowed in this context") misleads.
+func (p *parser) syntaxIn(err error, raw []byte) *Error {
+	if line, n, ok := longKey(raw); ok {
+		return &Error{File: p.file, Line: line, Kind: ErrSyntax,
+			Msg: fmt.Sprintf("invalid YAML: a key of %d characters; YAML reads at most %d characters as a key (config keys are short words like log.level)", n, yamlMaxKey)}
+	}
+	return p.syntax(err)
+}
+
+// yamlMaxKey is the YAML library's limit on an implicit key's length.
+const yamlMaxKey = 1024
+
+// longKey finds the first line holding a key (text before ": " or a
+// final ":") longer than yamlMaxKey. The same scan is in configs/stackfile/parse.go (the
+// two parsers do not import each other).
+func longKey(raw []byte) (line, length int, ok bool) {
+	for i, l := range strings.Split(string(raw), "\n") {
+		if len(l) <= yamlMaxKey {
+			continue
+		}
+		start := 0 // of the word being read
+		for j := 0; j < len(l); j++ {
+			switch c := l[j]; {
+			case c == ' ' || c == '\t' || c == '{' || c == '[' || c == ',':
+				start = j + 1
+			case c == ':' && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t' || l[j+1] == '\r'):
+				if k := strings.Trim(l[start:j], `"'`); len(k) > yamlMaxKey {
+					return i + 1, len(k), true
+				}
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 func deref(n *yaml.Node) *yaml.Node {
@@ -240,7 +310,11 @@ func (p *parser) walk(sec *section, n *yaml.Node) {
 			continue
 		}
 		if first, dup := seen[name]; dup {
-			p.fail(k.Line, full, ErrInvalid, "duplicate key (first set at line %d)", first)
+			p.report(k.Line, full, ErrInvalid, "duplicate key (first set at line %d); remove one", first)
+			// The merge reads the tree without it (viper refuses duplicates).
+			n.Content = append(n.Content[:i:i], n.Content[i+2:]...)
+			p.dropped = true
+			i -= 2
 			continue
 		}
 		seen[name] = k.Line
@@ -318,8 +392,15 @@ func plainName(s string) bool {
 }
 
 // merge layers defaults, the file and the environment with viper and
-// converts every key to its Go type.
-func (p *parser) merge(raw []byte) (*Config, error) {
+// converts every key to its Go type. A key with a problem keeps its
+// default. It returns nil only when viper cannot read the file.
+func (p *parser) merge(raw []byte, root *yaml.Node) *Config {
+	if p.dropped {
+		// The walk dropped duplicates from the tree; encode what is left.
+		if b, err := yaml.Marshal(root); err == nil {
+			raw = b
+		}
+	}
 	v := viper.NewWithOptions(viper.KeyDelimiter("."), viper.EnvKeyReplacer(strings.NewReplacer(".", "_")))
 	v.SetEnvPrefix(EnvPrefix)
 	v.AutomaticEnv()
@@ -334,22 +415,25 @@ func (p *parser) merge(raw []byte) (*Config, error) {
 		// rejects (a bad tag). Its message may quote the value: say where.
 		e := p.syntax(err)
 		e.Msg = "a value cannot be decoded as YAML"
-		return nil, e
+		p.errs = append(p.errs, e)
+		return nil
 	}
 	cfg := new(Config)
 	for _, l := range schema().leaves {
+		if p.reported(l.key) {
+			l.field(cfg).Set(l.field(&def))
+			continue
+		}
 		_, fromEnv := os.LookupEnv(l.env)
 		val, problem := convert(l, v.Get(l.key), fromEnv)
 		if problem != "" {
 			p.failKey(l.key, "%s", problem)
+			l.field(cfg).Set(l.field(&def))
 			continue
 		}
 		l.field(cfg).Set(val)
 	}
-	if len(p.errs) > 0 {
-		return nil, p.errs
-	}
-	return cfg, nil
+	return cfg
 }
 
 // resolvePaths makes every relative path absolute against the config

@@ -40,7 +40,7 @@ func ParseSize(s string) (Size, error) {
 	}
 	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(t[i:]))]
 	if !ok {
-		return 0, fmt.Errorf("unknown size unit %q: want B, KB, MB, GB, KiB, MiB or GiB", strings.TrimSpace(t[i:]))
+		return 0, fmt.Errorf("unknown size unit %s: want B, KB, MB, GB, KiB, MiB or GiB", quote(strings.TrimSpace(t[i:])))
 	}
 	if n > int64(1<<62)/int64(unit) {
 		return 0, fmt.Errorf("byte count out of range")

@@ -21,16 +21,23 @@ import (
 // it skips directories and editor leftovers: names starting with '.'
 // (swap files, dot-temporaries) or ending in '~'.
 func ResolveStacks(c *Config) ([]string, error) {
-	files, err := resolveStacks(filepath.Dir(c.File), c.Stacks)
-	if err != nil {
-		return nil, &Error{File: c.File, Key: err.key, Kind: ErrInvalid, Msg: err.msg}
+	files, errs := resolveStacks(filepath.Dir(c.File), c.Stacks)
+	if len(errs) > 0 {
+		out := make(Errors, 0, len(errs))
+		for _, e := range errs {
+			out = append(out, &Error{File: c.File, Key: e.key, Kind: ErrInvalid, Msg: e.msg})
+		}
+		return nil, out
 	}
 	return files, nil
 }
 
 type stackErr struct{ key, msg string }
 
-func resolveStacks(dir string, patterns []string) ([]string, *stackErr) {
+// resolveStacks expands every entry, and reports every entry that is
+// wrong, not only the first.
+func resolveStacks(dir string, patterns []string) ([]string, []stackErr) {
+	var errs []stackErr
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -48,18 +55,20 @@ func resolveStacks(dir string, patterns []string) ([]string, *stackErr) {
 			fi, err := os.Stat(pat)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				return nil, &stackErr{key, fmt.Sprintf("stack file %s does not exist", pat)}
+				errs = append(errs, stackErr{key, fmt.Sprintf("stack file %s does not exist", pat)})
 			case err != nil:
-				return nil, &stackErr{key, fmt.Sprintf("stack file %s: %v", pat, unwrapPathError(err))}
+				errs = append(errs, stackErr{key, fmt.Sprintf("stack file %s: %v", pat, unwrapPathError(err))})
 			case fi.IsDir():
-				return nil, &stackErr{key, fmt.Sprintf("%s is a directory; list its files with a glob such as %s", pat, filepath.Join(pat, "*.yaml"))}
+				errs = append(errs, stackErr{key, fmt.Sprintf("%s is a directory; list its files with a glob such as %s", pat, filepath.Join(pat, "*.yaml"))})
+			default:
+				add(filepath.Clean(pat))
 			}
-			add(filepath.Clean(pat))
 			continue
 		}
 		matches, err := filepath.Glob(pat)
 		if err != nil {
-			return nil, &stackErr{key, fmt.Sprintf("bad glob pattern %q", pat)}
+			errs = append(errs, stackErr{key, fmt.Sprintf("bad glob pattern %s", quotePath(pat))})
+			continue
 		}
 		for _, m := range matches {
 			if !GlobCandidate(m) {
@@ -70,6 +79,9 @@ func resolveStacks(dir string, patterns []string) ([]string, *stackErr) {
 			}
 			add(m)
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	sort.Strings(out)
 	return out, nil

@@ -31,7 +31,7 @@ func (p *parser) validate(c *Config) {
 		p.failKey("data_dir", "must not be empty")
 	}
 	if _, err := ParseLevel(c.Log.Level); err != nil {
-		p.failKey("log.level", "want trace, debug, info, warn or error, got %q", c.Log.Level)
+		p.failKey("log.level", "want trace, debug, info, warn or error, got %s", quote(c.Log.Level))
 	}
 	p.oneOf("log.format", c.Log.Format, "auto", "json", "console")
 	p.validateStacks(c)
@@ -68,11 +68,11 @@ func (p *parser) validate(c *Config) {
 func (p *parser) validateNode(c *Config) {
 	n := c.Node.Name
 	if len(n) > maxNodeName {
-		p.failKey("node.name", "longer than %d bytes", maxNodeName)
+		p.failKey("node.name", "%d characters long, at most %d", len(n), maxNodeName)
 		return
 	}
 	if !validNodeName(n) {
-		p.failKey("node.name", "%q: want letters, digits, '.', '-' and '_', starting with a letter or digit", n)
+		p.failKey("node.name", "%s: want letters, digits, '.', '-' and '_', starting with a letter or digit", quote(n))
 	}
 }
 
@@ -103,14 +103,14 @@ func (p *parser) validateStacks(c *Config) {
 			continue
 		}
 		if _, err := filepath.Match(s, ""); err != nil {
-			p.failKey(key, "bad glob pattern %q", s)
+			p.failKey(key, "bad glob pattern %s", quotePath(s))
 		}
 	}
 }
 
 func (p *parser) validateControl(c *Config) {
 	if g := c.Control.Group; g != "" && !validGroup(g) {
-		p.failKey("control.group", "%q is not a group name or gid", g)
+		p.failKey("control.group", "%s is not a group name or gid (a name of at most 32 characters, or a number)", quote(g))
 	}
 	p.positive("control.idle_timeout", c.Control.IdleTimeout)
 	if m := c.Control.MaxRequest; m < minMaxRequest || m > maxMaxRequest {
@@ -146,7 +146,7 @@ func (p *parser) validateDrivers(c *Config) {
 	}
 	if in.RemoteURL == "" {
 		if !filepath.IsAbs(in.Socket) {
-			p.failKey("drivers.incus.socket", "must be an absolute path, got %q", in.Socket)
+			p.failKey("drivers.incus.socket", "must be an absolute path, got %s", quotePath(in.Socket))
 		}
 		return
 	}
@@ -231,12 +231,12 @@ func (p *parser) listen(key, addr string) {
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		p.failKey(key, "want HOST:PORT (e.g. 127.0.0.1:8088, or :8088 for every interface), got %q", addr)
+		p.failKey(key, "want HOST:PORT (e.g. 127.0.0.1:8088, or :8088 for every interface), got %s", quote(addr))
 		return
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 0 || n > 65535 {
-		p.failKey(key, "port %q: want a number within 0..65535", port)
+		p.failKey(key, "port %s: want a number within 0..65535", quote(port))
 	}
 }
 
@@ -246,7 +246,7 @@ func (p *parser) oneOf(key, v string, allowed ...string) {
 			return
 		}
 	}
-	p.failKey(key, "want one of %v, got %q", allowed, v)
+	p.failKey(key, "want one of %v, got %s", allowed, quote(v))
 }
 
 func (p *parser) positive(key string, d time.Duration) {

@@ -60,11 +60,11 @@ func BenchmarkPlan(b *testing.B) {
 func BenchmarkMarshalUnmarshal(b *testing.B) {
 	_, st := loadReference(b)
 	for b.Loop() {
-		data, err := Marshal(st)
+		data, err := Marshal(st, testKey)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Unmarshal(data); err != nil {
+		if _, err := Unmarshal(data, testKey); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,7 +38,7 @@ func (c *checker) add(key string, kind error, format string, args ...any) {
 func checkStack(st *Stack) []Problem {
 	c := &checker{}
 	if !ValidName(st.Name) {
-		c.add("name", ErrValue, "invalid stack name %q (want [a-z0-9][a-z0-9-]{0,62})", st.Name)
+		c.add("name", ErrValue, "%s", nameProblem("stack", st.Name, false))
 	}
 	if len(st.Services) == 0 {
 		c.add("services", ErrMissing, "a stack needs at least one service")
@@ -73,10 +73,10 @@ func checkStack(st *Stack) []Problem {
 func (c *checker) service(key string, svc Service) {
 	p := "services." + key
 	if !ValidName(key) {
-		c.add(p, ErrValue, "invalid service name (want [a-z0-9][a-z0-9-]{0,62})")
+		c.add(p, ErrValue, "%s", nameProblem("service", key, false))
 	}
 	if svc.Name != key {
-		c.add(p, ErrValue, "service is filed under %q but named %q", key, svc.Name)
+		c.add(p, ErrValue, "service is filed under %s but named %s", quote(key), quote(svc.Name))
 	}
 	c.runnable(p, svc)
 	c.argv(p+".command", svc.Command, true)
@@ -86,16 +86,16 @@ func (c *checker) service(key string, svc Service) {
 	}
 	c.env(p+".env", svc.Env)
 	if svc.WorkingDir != "" && !validAbsPath(svc.WorkingDir) {
-		c.add(p+".working_dir", ErrValue, "want a clean absolute path, got %q", svc.WorkingDir)
+		c.add(p+".working_dir", ErrValue, "want a clean absolute path, got %s", quote(svc.WorkingDir))
 	}
 	if svc.User != "" && !validUser(svc.User) {
-		c.add(p+".user", ErrValue, "want USER[:GROUP] (names or numbers), got %q", svc.User)
+		c.add(p+".user", ErrValue, "want USER[:GROUP] (names or numbers), got %s", quote(svc.User))
 	}
 	c.ports(p+".ports", svc.Ports)
 	c.healthcheck(p+".healthcheck", svc)
 	c.deploy(p+".deploy", svc.Deploy)
 	if !ValidName(svc.Driver) {
-		c.add(p+".driver", ErrValue, "invalid driver name %q", svc.Driver)
+		c.add(p+".driver", ErrValue, "%s", nameProblem("driver", svc.Driver, false))
 	}
 	if svc.StopGracePeriod < 0 {
 		c.add(p+".stop_grace_period", ErrValue, "must be 0s or more")
@@ -148,7 +148,7 @@ func (c *checker) env(p string, env Env) {
 	for _, k := range env.Keys() {
 		switch {
 		case !validEnvName(k):
-			c.add(p+"."+k, ErrValue, "invalid variable name (want [A-Za-z_][A-Za-z0-9_.-]*)")
+			c.add(join(p, k), ErrValue, "%s", envNameProblem(k))
 		case slices.Contains(reservedEnv, k):
 			c.add(p+"."+k, ErrValue, "%s is set by engenho for every instance", k)
 		case strings.ContainsRune(env[k].value, 0):
@@ -176,13 +176,13 @@ func (c *checker) ports(p string, ports []Port) {
 		}
 		published[port.Published] = true
 		if port.Protocol != "tcp" {
-			c.add(k+".protocol", ErrValue, "only tcp ports are supported, got %q", port.Protocol)
+			c.add(k+".protocol", ErrValue, "only tcp ports are supported, got %s", quote(port.Protocol))
 		}
 		switch {
 		case port.HostIP != "" && port.Published == 0:
 			c.add(k+".host_ip", ErrValue, "host_ip needs a published port")
 		case port.HostIP != "" && !validIP(port.HostIP):
-			c.add(k+".host_ip", ErrValue, "%q is not an IP address", port.HostIP)
+			c.add(k+".host_ip", ErrValue, "%s is not an IP address", quote(port.HostIP))
 		case port.Published > 0 && port.HostIP == "":
 			c.add(k+".host_ip", ErrMissing, "a published port needs a host IP (0.0.0.0 for all)")
 		}
@@ -210,7 +210,7 @@ func (c *checker) healthcheck(p string, svc Service) {
 	case ProbeHTTP, ProbeTCP:
 		k := p + "." + string(hc.Kind)
 		if hc.Kind == ProbeHTTP && (!strings.HasPrefix(hc.Path, "/") || strings.ContainsAny(hc.Path, " \t\r\n")) {
-			c.add(k+".path", ErrValue, "want a path starting with /, got %q", hc.Path)
+			c.add(k+".path", ErrValue, "want a path starting with /, got %s", quote(hc.Path))
 		}
 		switch {
 		case hc.Port == 0 && len(svc.Ports) == 0:
@@ -219,7 +219,7 @@ func (c *checker) healthcheck(p string, svc Service) {
 			c.add(k+".port", ErrValue, "port %d is not one of the service's target ports", hc.Port)
 		}
 	default:
-		c.add(p, ErrValue, "unknown probe kind %q", hc.Kind)
+		c.add(p, ErrValue, "unknown probe kind %s", quote(string(hc.Kind)))
 	}
 	if hc.Interval <= 0 {
 		c.add(p+".interval", ErrValue, "must be more than 0s")
@@ -272,14 +272,14 @@ func (c *checker) hibernate(p string, svc Service) {
 	case h.Host == "":
 		c.add(k+".host", ErrMissing, "required: the host name the edge routes to this service")
 	case !ValidHost(h.Host):
-		c.add(k+".host", ErrValue, "want a lower-case DNS name like notes.example.com, got %q", h.Host)
+		c.add(k+".host", ErrValue, "%s", hostProblem(h.Host, "notes.example.com"))
 	}
 	positiveDuration(c, k+".idle", h.Idle)
 	positiveDuration(c, k+".wake_timeout", h.WakeTimeout)
 	oneOf(c, k+".replication", h.Replication, ReplicationStream, ReplicationBatched, ReplicationDaily)
 	c.argv(k+".seed", h.Seed, true)
 	if h.DataDir != "" && !validAbsPath(h.DataDir) {
-		c.add(k+".data_dir", ErrValue, "want a clean absolute path, got %q", h.DataDir)
+		c.add(k+".data_dir", ErrValue, "want a clean absolute path, got %s", quote(h.DataDir))
 	}
 	if !svc.Standalone() {
 		switch {
@@ -310,7 +310,7 @@ func (c *checker) sidecars(p string, scs []Sidecar) {
 		case sc.Name == "":
 			c.add(k+".name", ErrMissing, "required")
 		case !validSidecarName(sc.Name):
-			c.add(k+".name", ErrValue, "invalid sidecar name %q (want [a-z][a-z0-9-]{0,62})", sc.Name)
+			c.add(k+".name", ErrValue, "%s", nameProblem("sidecar", sc.Name, true))
 		case names[sc.Name]:
 			c.add(k+".name", ErrValue, "sidecar %s is listed twice", sc.Name)
 		}
@@ -321,7 +321,7 @@ func (c *checker) sidecars(p string, scs []Sidecar) {
 		c.argv(k+".command", sc.Command, true)
 		c.env(k+".env", sc.Env)
 		if sc.WorkingDir != "" && !validAbsPath(sc.WorkingDir) {
-			c.add(k+".working_dir", ErrValue, "want a clean absolute path, got %q", sc.WorkingDir)
+			c.add(k+".working_dir", ErrValue, "want a clean absolute path, got %s", quote(sc.WorkingDir))
 		}
 		nonNegative(c, k+".max_run", sc.MaxRun)
 		nonNegative(c, k+".stop_grace_period", sc.StopGracePeriod)
@@ -356,7 +356,7 @@ func (c *checker) engenho(p string, x Engenho) {
 		c.add(p+".restarts_before_replace", ErrValue, "want a positive integer, got %d", x.RestartsBeforeReplace)
 	}
 	if x.Host != "" && !ValidHost(x.Host) {
-		c.add(p+".host", ErrValue, "want a lower-case DNS name like api.example.com, got %q", x.Host)
+		c.add(p+".host", ErrValue, "%s", hostProblem(x.Host, "api.example.com"))
 	}
 }
 
@@ -375,9 +375,9 @@ func (c *checker) dependencies(st *Stack) {
 			case d.Service == name:
 				c.add(k, ErrDependency, "a service cannot depend on itself")
 			case !exists:
-				c.add(k, ErrDependency, "no service %q in this stack", d.Service)
+				c.add(k, ErrDependency, "no service %s in this stack", quote(d.Service))
 			case d.Condition != ConditionStarted && d.Condition != ConditionHealthy:
-				c.add(k, ErrValue, "condition must be %s or %s, got %q", ConditionStarted, ConditionHealthy, d.Condition)
+				c.add(k, ErrValue, "condition must be %s or %s, got %s", ConditionStarted, ConditionHealthy, quote(d.Condition))
 			case d.Condition == ConditionHealthy && !target.Healthcheck.Enabled():
 				c.add(k, ErrDependency, "%s has no healthcheck, so it never becomes healthy; add one or use %s", d.Service, ConditionStarted)
 			}
@@ -467,7 +467,7 @@ func hostKey(svc Service) string {
 
 func oneOf(c *checker, key, v string, allowed ...string) {
 	if !slices.Contains(allowed, v) {
-		c.add(key, ErrValue, "want one of %s, got %q", strings.Join(allowed, ", "), v)
+		c.add(key, ErrValue, "want one of %s, got %s", strings.Join(allowed, ", "), quote(v))
 	}
 }
 

@@ -76,6 +76,9 @@ const maxShown = 50
 // ParseError is every problem Parse found, in file order.
 type ParseError struct {
 	Problems []Problem
+	// partial holds the services of a refused file that had no problem,
+	// for ValidateRest.
+	partial *Stack
 }
 
 func (e *ParseError) Error() string { return joinProblems(e.Problems) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,14 @@ func FuzzParse(f *testing.F) {
 		"services: {a: {command: \"'\"}}",
 		"services: {a: !!binary aGVsbG8=}",
 		"services: {a: {command: x, ports: [\"[::1]:1:2\"]}}",
+		// Input errors (issue 13): duplicates, long names, durations.
+		"services:\n  a:\n    command: x\n    command: y\n  a: {command: z}\n",
+		"services:\n  a:\n    command: x\n    env: [A=1, A=2]\n",
+		"services:\n  " + strings.Repeat("n", 1100) + ":\n    command: x\n",
+		"name: " + strings.Repeat("s", 300) + "\nservices: {a: {command: x, driver: " + strings.Repeat("d", 80) + "}}",
+		"services: {a: {command: x, stop_grace_period: 99999999999h, healthcheck: {test: true, interval: 1e400s, timeout: -5s, start_period: 30}}}",
+		"services: {a: {command: x, healthcheck: {test: true, interval: 87600h, retries: 2147483647, start_period: 87600h}}}",
+		"services: {a: {command: x, env: {PW: {value: \"1234\", secret: true}}, sidecars: [{name: s, command: y, env: {T: {value: t, secret: true}}}]}}",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -44,21 +53,27 @@ func FuzzParse(f *testing.F) {
 				if p.File != "fuzz.yaml" || p.Line < 1 || p.Column < 1 || p.Msg == "" || p.Err == nil {
 					t.Fatalf("problem without location or kind: %+v", p)
 				}
+				if len(p.String()) > 1000 {
+					t.Fatalf("problem is not a readable line (%d bytes): %.300s", len(p.String()), p)
+				}
 			}
 			return
 		}
 		if err := st.Check(); err != nil {
 			t.Fatalf("accepted stack fails Check: %v", err)
 		}
-		data1, err := Marshal(st)
+		if err := st.BindSecrets(testKey); err != nil {
+			t.Fatalf("BindSecrets: %v", err)
+		}
+		data1, err := Marshal(st, testKey)
 		if err != nil {
 			t.Fatalf("Marshal: %v", err)
 		}
-		back, err := Unmarshal(data1)
+		back, err := Unmarshal(data1, testKey)
 		if err != nil {
-			t.Fatalf("Unmarshal(Marshal): %v\n%s", err, data1)
+			t.Fatalf("Unmarshal(Marshal, testKey): %v\n%s", err, data1)
 		}
-		data2, _ := Marshal(back)
+		data2, _ := Marshal(back, testKey)
 		if !bytes.Equal(data1, data2) {
 			t.Fatalf("round trip changed the stack")
 		}

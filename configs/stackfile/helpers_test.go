@@ -1,10 +1,13 @@
 package stackfile
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/engenho/engenho/runtime/nodekey"
 )
 
 // stackYAML wraps a service body (unindented) as service "api" of stack
@@ -79,8 +82,17 @@ func apiRun() Service {
 func sameService(t *testing.T, got, want Service) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
-		g, _ := Marshal(&Stack{Name: "x", Order: []string{"x"}, Services: map[string]Service{"x": got}})
-		w, _ := Marshal(&Stack{Name: "x", Order: []string{"x"}, Services: map[string]Service{"x": want}})
+		g, _ := Marshal(&Stack{Name: "x", Order: []string{"x"}, Services: map[string]Service{"x": got}}, testKey)
+		w, _ := Marshal(&Stack{Name: "x", Order: []string{"x"}, Services: map[string]Service{"x": want}}, testKey)
 		t.Fatalf("service differs\n got: %s\nwant: %s", g, w)
 	}
 }
+
+// testKey is a node key for tests (runtime/nodekey, a fixed key).
+var testKey = func() NodeKey {
+	k, err := nodekey.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()

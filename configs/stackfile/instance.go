@@ -2,6 +2,7 @@ package stackfile
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/engenho/engenho/drivers"
@@ -67,6 +68,7 @@ func InstanceSpec(svc Service, inst Instance) drivers.Spec {
 		Command:    expand(svc.Argv(), vars),
 		Image:      svc.Image,
 		Env:        instanceEnv(vars, svc.Env, nil),
+		SecretEnv:  secretKeys(svc.Env, nil),
 		WorkingDir: svc.WorkingDir,
 		User:       svc.User,
 		Resources: drivers.Resources{
@@ -99,6 +101,7 @@ func SidecarSpec(svc Service, sc Sidecar, inst Instance) drivers.Spec {
 		Command:    expand(sc.Command, vars),
 		Image:      svc.Image,
 		Env:        instanceEnv(vars, svc.Env, sc.Env),
+		SecretEnv:  secretKeys(svc.Env, sc.Env),
 		WorkingDir: wd,
 		User:       svc.User,
 	}
@@ -126,6 +129,28 @@ func instanceEnv(vars map[string]string, layers ...Env) map[string]string {
 		env[k] = vars[k]
 	}
 	return env
+}
+
+// secretKeys names, sorted, the variables a secret value of any layer
+// sets: the driver keeps them sealed (drivers.Spec.SecretEnv).
+func secretKeys(layers ...Env) []string {
+	seen := map[string]bool{}
+	for _, layer := range layers {
+		for k, v := range layer {
+			if v.secret {
+				seen[k] = true
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // String of an Instance names it; it holds nothing secret.

@@ -38,6 +38,7 @@ services:
 			"A": "1", "PW": "pw", "LITERAL": "${ENGENHO_BIN}", // env values are never substituted
 			VarStack: "shop", VarService: "api", VarSlot: "3", VarInstance: "shop-api-3-k2x9",
 		},
+		SecretEnv:  []string{"PW"}, // SEC-2: the driver keeps PW sealed
 		WorkingDir: "/srv",
 		User:       "1000:1000",
 		Ports:      []drivers.Port{{Target: 80, HostPort: 40001, Protocol: "tcp"}, {Target: 9000, HostPort: 0, Protocol: "tcp"}},

@@ -18,34 +18,70 @@ type journalRecord struct {
 	Stack  *Stack `json:"stack"`
 }
 
-// Marshal renders st as canonical JSON for the journal: the same stack
-// always gives the same bytes (map keys sorted, defaults written out).
-// Secret env values are kept, as {"secret":true,"value":"..."}, because
-// the journal is the node's own private store and must be able to
-// recreate instances; everything else that encodes a Service with
-// encoding/json (status, events, logs) gets {"secret":true,"redacted":true}
-// instead. Treat Marshal's output as secret.
-func Marshal(st *Stack) ([]byte, error) {
+// Marshal renders st as canonical JSON for the journal (map keys sorted,
+// defaults written out). Secret env values are written only sealed under
+// key, as {"secret":true,"sealed":"v1:..."} (SEC-2): the journal must be
+// able to recreate instances, but never holds a secret in plaintext.
+// Everything else that encodes a Service with encoding/json (status,
+// events, logs) gets {"secret":true,"redacted":true} instead. key may be
+// nil for a stack without secrets.
+//
+// A stack read by Unmarshal gives the same bytes again (its sealed values
+// are reused); a fresh seal has a fresh random nonce, so the same stack
+// from a file gives other bytes each time.
+func Marshal(st *Stack, key NodeKey) ([]byte, error) {
 	if st == nil {
 		return nil, errors.New("stackfile: marshal of a nil stack")
 	}
 	out := st.Clone()
 	for name, svc := range out.Services {
-		out.Services[name] = svc.forJournal()
+		sealed, err := svc.forJournal(key)
+		if err != nil {
+			return nil, fmt.Errorf("stack %s: service %s: %w", st.Name, name, err)
+		}
+		out.Services[name] = sealed
 	}
+	return encodeRecord(out)
+}
+
+// encodeRecord is st's journal record as canonical JSON.
+func encodeRecord(st *Stack) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(journalRecord{Format: journalFormat, Stack: out}); err != nil {
+	if err := enc.Encode(journalRecord{Format: journalFormat, Stack: st}); err != nil {
 		return nil, fmt.Errorf("stack %s: encode: %w", st.Name, err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Unmarshal reads what Marshal wrote and checks it (Stack.Check): a
-// journal record that does not describe a valid stack is an error, never
-// a half-read stack. A redacted dump (from status) is refused.
-func Unmarshal(data []byte) (*Stack, error) {
+// Canonical renders st as Marshal does but with every secret env value
+// written as the node key's digest of it (SEC-2): never the value, and
+// never a seal, whose random nonce would give other bytes each time. The
+// same definition gives the same bytes on this node whether it was just
+// parsed from a file or read back from the journal, so a hash of them
+// identifies a declaration across reloads and restarts (SVC-23). A stack
+// with secrets needs key (ErrNoNodeKey); st itself is left unbound.
+func Canonical(st *Stack, key NodeKey) ([]byte, error) {
+	if st == nil {
+		return nil, errors.New("stackfile: canonical form of a nil stack")
+	}
+	out := st.Clone()
+	if err := out.BindSecrets(key); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", st.Name, err)
+	}
+	for name, svc := range out.Services {
+		out.Services[name] = svc.forCompare()
+	}
+	return encodeRecord(out)
+}
+
+// Unmarshal reads what Marshal wrote, opens its sealed values with key
+// and binds them to it (BindSecrets), and checks the stack (Stack.Check):
+// a journal record that does not describe a valid stack is an error,
+// never a half-read stack. A redacted dump (from status) is refused, and
+// so is a sealed value that key does not open (nodekey.ErrWrongKey).
+func Unmarshal(data []byte, key NodeKey) (*Stack, error) {
 	var rec journalRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -63,6 +99,9 @@ func Unmarshal(data []byte) (*Stack, error) {
 	}
 	if rec.Stack.Services == nil {
 		rec.Stack.Services = map[string]Service{}
+	}
+	if err := rec.Stack.openSecrets(key); err != nil {
+		return nil, fmt.Errorf("stack record %s: %w", rec.Stack.Name, err)
 	}
 	if err := rec.Stack.Check(); err != nil {
 		return nil, fmt.Errorf("stack record %s: %w", rec.Stack.Name, err)
@@ -114,14 +153,59 @@ func (s Service) Clone() Service {
 	return out
 }
 
-// forJournal is a copy whose secret values MarshalJSON writes out.
-func (s Service) forJournal() Service {
+// forJournal is a copy whose secret values MarshalJSON writes sealed.
+func (s Service) forJournal(key NodeKey) (Service, error) {
 	out := s.Clone()
-	out.Env = out.Env.withReveal()
+	var err error
+	if out.Env, err = out.Env.seal(key); err != nil {
+		return out, err
+	}
 	for i := range out.Sidecars {
-		out.Sidecars[i].Env = out.Sidecars[i].Env.withReveal()
+		if out.Sidecars[i].Env, err = out.Sidecars[i].Env.seal(key); err != nil {
+			return out, fmt.Errorf("sidecar %s: %w", out.Sidecars[i].Name, err)
+		}
+	}
+	return out, nil
+}
+
+// forCompare is a copy whose secrets MarshalJSON writes as their digest
+// (or, unbound, their value): for the plan's in-memory comparison only.
+func (s Service) forCompare() Service {
+	out := s.Clone()
+	out.Env = out.Env.encoded(encodeCompared)
+	for i := range out.Sidecars {
+		out.Sidecars[i].Env = out.Sidecars[i].Env.encoded(encodeCompared)
 	}
 	return out
+}
+
+// BindSecrets binds every secret env value of st to the node key: a
+// revision then hashes the key's digest of each secret instead of the
+// secret (SEC-2), so it is the same on this node for the same value and
+// useless for guessing the value. The daemon binds every stack before it
+// plans or records it; Unmarshal binds what it reads. A stack without
+// secrets needs no key.
+func (st *Stack) BindSecrets(key NodeKey) error {
+	return st.eachEnv(func(env Env) error { return env.bind(key) })
+}
+
+func (st *Stack) openSecrets(key NodeKey) error {
+	return st.eachEnv(func(env Env) error { return env.open(key) })
+}
+
+// eachEnv calls fn on every service's and sidecar's env, in place.
+func (st *Stack) eachEnv(fn func(Env) error) error {
+	for name, svc := range st.Services {
+		if err := fn(svc.Env); err != nil {
+			return fmt.Errorf("service %s: %w", name, err)
+		}
+		for _, sc := range svc.Sidecars {
+			if err := fn(sc.Env); err != nil {
+				return fmt.Errorf("service %s sidecar %s: %w", name, sc.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Redacted returns a copy of s with secret values dropped: safe to show,

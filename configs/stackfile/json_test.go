@@ -2,6 +2,7 @@ package stackfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,17 +10,23 @@ import (
 	"pgregory.net/rapid"
 )
 
+// roundTrip writes st to its journal form and reads it back, checking the
+// read-back stack writes the same bytes again. It binds st to testKey
+// first, as the daemon binds every stack, so the two plan as unchanged.
 func roundTrip(t *testing.T, st *Stack) *Stack {
 	t.Helper()
-	data, err := Marshal(st)
+	if err := st.BindSecrets(testKey); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Marshal(st, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Unmarshal(data)
+	back, err := Unmarshal(data, testKey)
 	if err != nil {
-		t.Fatalf("Unmarshal(Marshal): %v\n%s", err, data)
+		t.Fatalf("Unmarshal(Marshal, testKey): %v\n%s", err, data)
 	}
-	again, err := Marshal(back)
+	again, err := Marshal(back, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +40,8 @@ func roundTrip(t *testing.T, st *Stack) *Stack {
 func TestMarshalCanonical(t *testing.T) {
 	a := mustParse(t, "s.yaml", "services:\n  a: {command: x, env: {B: '2', A: '1'}}\n  b: {command: y}\n")
 	b := mustParse(t, "s.yaml", "services:\n  a: {env: [A=1, B=2], command: [x]}\n  b: {command: y}\n")
-	da, _ := Marshal(a)
-	db, _ := Marshal(b)
+	da, _ := Marshal(a, testKey)
+	db, _ := Marshal(b, testKey)
 	if !bytes.Equal(da, db) {
 		t.Fatalf("equal stacks, different bytes:\n%s\n%s", da, db)
 	}
@@ -44,7 +51,7 @@ func TestMarshalCanonical(t *testing.T) {
 // Unmarshal checks what it reads: a corrupt or invalid record is an
 // error, never a half-read stack.
 func TestUnmarshalRefuses(t *testing.T) {
-	good, _ := Marshal(mustParse(t, "s.yaml", "services:\n  a: {command: x}\n"))
+	good, _ := Marshal(mustParse(t, "s.yaml", "services:\n  a: {command: x}\n"), testKey)
 	cases := map[string]string{
 		"not json":        "{",
 		"trailing":        string(good) + " {}",
@@ -62,12 +69,12 @@ func TestUnmarshalRefuses(t *testing.T) {
 		if data == string(good) {
 			t.Fatalf("%s: replacement did not apply", name)
 		}
-		if st, err := Unmarshal([]byte(data)); err == nil {
+		if st, err := Unmarshal([]byte(data), testKey); err == nil {
 			t.Errorf("%s: accepted %v", name, st)
 		}
 	}
-	if _, err := Marshal(nil); err == nil {
-		t.Error("Marshal(nil) accepted")
+	if _, err := Marshal(nil, testKey); err == nil {
+		t.Error("Marshal(nil, testKey) accepted")
 	}
 }
 
@@ -172,16 +179,23 @@ func TestPropertyRenderingsAgreeSVC3(t *testing.T) {
 		if ra, rb := a.Services["svc"].Revision(), b.Services["svc"].Revision(); ra != rb {
 			t.Fatalf("revisions differ %s %s\n%s\n%s", ra, rb, alt, canon)
 		}
-		da, _ := Marshal(a)
-		db, _ := Marshal(b)
-		if !bytes.Equal(da, db) {
-			t.Fatalf("definitions differ:\n%s\n%s", da, db)
+		if err := a.BindSecrets(testKey); err != nil {
+			t.Fatal(err)
 		}
-		back, err := Unmarshal(da)
+		if err := b.BindSecrets(testKey); err != nil {
+			t.Fatal(err)
+		}
+		// Sealing uses a random nonce: compare the forms with each
+		// secret's keyed digest in place of its sealed value.
+		if ca, cb := compared(t, a), compared(t, b); !bytes.Equal(ca, cb) {
+			t.Fatalf("definitions differ:\n%s\n%s", ca, cb)
+		}
+		da, _ := Marshal(a, testKey)
+		back, err := Unmarshal(da, testKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again, _ := Marshal(back); !bytes.Equal(again, da) {
+		if again, _ := Marshal(back, testKey); !bytes.Equal(again, da) {
 			t.Fatal("round trip changed the definition")
 		}
 		for _, c := range Plan(a, back) {
@@ -190,4 +204,18 @@ func TestPropertyRenderingsAgreeSVC3(t *testing.T) {
 			}
 		}
 	})
+}
+
+// compared is st's JSON with each secret as its digest: the canonical
+// form, with what sealing randomizes taken out.
+func compared(t interface{ Fatal(...any) }, st *Stack) []byte {
+	out := st.Clone()
+	for name, svc := range out.Services {
+		out.Services[name] = svc.forCompare()
+	}
+	b, err := json.Marshal(journalRecord{Format: journalFormat, Stack: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,9 +1,12 @@
 package stackfile
 
 import (
+	"fmt"
 	"net/netip"
 	"path"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ValidName reports whether s is a valid stack, service or driver name:
@@ -136,4 +139,89 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxQuoted is how much of a value an error message quotes.
+const maxQuoted = 40
+
+// quote renders a user's value for an error message: Go-quoted, and cut
+// short with its length when long, so a 10k-character name gives a
+// readable one-line message. Never use it on an env value.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s (%d characters)", strconv.Quote(s[:cut]+"..."), len(s))
+}
+
+// nameProblem says what is wrong with a name that is not
+// [a-z0-9][a-z0-9-]{0,62} (firstLetter: [a-z] first), quoting it short.
+func nameProblem(what, s string, firstLetter bool) string {
+	rule := "[a-z0-9][a-z0-9-]{0,62}"
+	if firstLetter {
+		rule = "[a-z][a-z0-9-]{0,62}"
+	}
+	var why string
+	switch {
+	case s == "":
+		why = "empty"
+	case len(s) > 63:
+		why = fmt.Sprintf("%d characters long, at most 63", len(s))
+	case firstLetter && !(s[0] >= 'a' && s[0] <= 'z') || !isLowerAlnum(s[0]):
+		why = fmt.Sprintf("starts with %s", quoteByte(s, 0))
+	default:
+		for i := 1; i < len(s); i++ {
+			if !isLowerAlnum(s[i]) && s[i] != '-' {
+				why = fmt.Sprintf("has %s at position %d", quoteByte(s, i), i+1)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("invalid %s name %s: %s (want %s: lower-case letters, digits and -)", what, quote(s), why, rule)
+}
+
+// hostProblem says what is wrong with an edge host that is not a valid
+// lower-case DNS name.
+func hostProblem(s, example string) string {
+	var why string
+	switch {
+	case s == "":
+		why = "empty"
+	case len(s) > 253:
+		why = fmt.Sprintf("%d characters long, at most 253", len(s))
+	default:
+		for _, label := range strings.Split(s, ".") {
+			if len(label) == 0 {
+				why = "has an empty label (two dots in a row, or a dot at an end)"
+				break
+			}
+			if len(label) > 63 {
+				why = fmt.Sprintf("has a label of %d characters, at most 63", len(label))
+				break
+			}
+		}
+		if why == "" {
+			why = "want labels of lower-case letters, digits and inner hyphens"
+		}
+	}
+	return fmt.Sprintf("want a lower-case DNS name like %s, got %s: %s", example, quote(s), why)
+}
+
+// quoteByte quotes the character at byte i of s.
+func quoteByte(s string, i int) string {
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return strconv.QuoteRune(r)
+}
+
+// envNameProblem says what is wrong with a variable name that is not
+// [A-Za-z_][A-Za-z0-9_.-]* of at most 256 bytes.
+func envNameProblem(s string) string {
+	if len(s) > 256 {
+		return fmt.Sprintf("invalid variable name: %d characters long, at most 256", len(s))
+	}
+	return "invalid variable name (want [A-Za-z_][A-Za-z0-9_.-]*)"
 }

@@ -55,15 +55,50 @@ func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
 	}
 	w.resolveName(st, nameNode, filename, opts.Name)
 	w.addChecks(checkStack(st))
-	if len(w.problems) > 0 {
-		sort.SliceStable(w.problems, func(i, j int) bool {
-			a, b := w.problems[i], w.problems[j]
-			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
-		})
-		return nil, &ParseError{Problems: w.problems}
-	}
 	st.pos = w.pos
+	if len(w.problems) > 0 {
+		sortProblems(w.problems)
+		return nil, &ParseError{Problems: w.problems, partial: cleanServices(st, w.problems)}
+	}
 	return st, nil
+}
+
+func sortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+	})
+}
+
+// cleanServices is st without the services any problem is about: what a
+// refused file still defines well enough to be checked against the node.
+func cleanServices(st *Stack, ps []Problem) *Stack {
+	bad := map[string]bool{}
+	for _, p := range ps {
+		if name, ok := serviceOf(p.Key); ok {
+			bad[name] = true
+		}
+	}
+	out := &Stack{Name: st.Name, Source: st.Source, Services: map[string]Service{}, pos: st.pos}
+	for _, name := range st.Order {
+		if svc, ok := st.Services[name]; ok && !bad[name] {
+			out.Order = append(out.Order, name)
+			out.Services[name] = svc
+		}
+	}
+	return out
+}
+
+// serviceOf is the service a key path is about: services.NAME....
+func serviceOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, "services.")
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexAny(rest, ".["); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest, rest != ""
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -88,13 +123,13 @@ func (w *walker) document(data []byte) (root *yaml.Node) {
 			w.problem(nil, "", ErrMissing, "file is empty: want a map with services")
 			return nil
 		}
-		w.syntaxError(err)
+		w.syntaxError(err, data)
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			w.syntaxError(err)
+			w.syntaxError(err, data)
 		} else {
 			w.problem(&extra, "", ErrSyntax, "a stack file holds one YAML document; found a second")
 		}
@@ -108,8 +143,15 @@ func (w *walker) document(data []byte) (root *yaml.Node) {
 }
 
 // syntaxError turns the YAML library's message into a located problem.
-// The library gives its line only inside the message text.
-func (w *walker) syntaxError(err error) {
+// The library gives its line only inside the message text. A key longer
+// than YAML's limit gets a message that says so: the library's own
+// ("mapping values are not allowed in this context") misleads.
+func (w *walker) syntaxError(err error, data []byte) {
+	if line, n, ok := longKey(data); ok {
+		w.problems = append(w.problems, Problem{File: w.file, Line: line, Column: 1, Err: ErrSyntax,
+			Msg: fmt.Sprintf("a key of %d characters: YAML reads at most %d characters as a key, and names are at most 63", n, yamlMaxKey)})
+		return
+	}
 	line, msg := 1, err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		if n, convErr := strconv.Atoi(m[1]); convErr == nil && n > 0 {
@@ -119,6 +161,32 @@ func (w *walker) syntaxError(err error) {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	w.problems = append(w.problems, Problem{File: w.file, Line: line, Column: 1, Msg: "not valid YAML: " + msg, Err: ErrSyntax})
+}
+
+// yamlMaxKey is the YAML library's limit on an implicit key's length.
+const yamlMaxKey = 1024
+
+// longKey finds the first line holding a key (text before ": " or a
+// final ":") longer than yamlMaxKey. The same scan is in
+// configs/daemonconfig/load.go (the two parsers do not import each other).
+func longKey(data []byte) (line, length int, ok bool) {
+	for i, l := range strings.Split(string(data), "\n") {
+		if len(l) <= yamlMaxKey {
+			continue
+		}
+		start := 0 // of the word being read
+		for j := 0; j < len(l); j++ {
+			switch c := l[j]; {
+			case c == ' ' || c == '\t' || c == '{' || c == '[' || c == ',':
+				start = j + 1
+			case c == ':' && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t' || l[j+1] == '\r'):
+				if k := strings.Trim(l[start:j], `"'`); len(k) > yamlMaxKey {
+					return i + 1, len(k), true
+				}
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 var topKeys = []string{"name", "version", "services"}
@@ -159,7 +227,7 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 	}
 	for _, e := range svcs {
 		if !ValidName(e.key) {
-			w.problem(e.kn, e.path, ErrValue, "invalid service name (want [a-z0-9][a-z0-9-]{0,62})")
+			w.problem(e.kn, e.path, ErrValue, "%s", nameProblem("service", e.key, false))
 			continue
 		}
 		w.at(e.kn, e.path)
@@ -176,19 +244,19 @@ func (w *walker) resolveName(st *Stack, nameNode *yaml.Node, filename, given str
 	switch {
 	case st.Name != "":
 		if !ValidName(st.Name) {
-			w.problem(nameNode, "name", ErrValue, "invalid stack name %q (want [a-z0-9][a-z0-9-]{0,62})", st.Name)
+			w.problem(nameNode, "name", ErrValue, "%s", nameProblem("stack", st.Name, false))
 		} else if given != "" && given != st.Name {
-			w.problem(nameNode, "name", ErrValue, "file names the stack %q but %q was asked for", st.Name, given)
+			w.problem(nameNode, "name", ErrValue, "file names the stack %s but %s was asked for", quote(st.Name), quote(given))
 		}
 	case given != "":
 		st.Name = given
 		if !ValidName(given) {
-			w.problem(nil, "name", ErrValue, "invalid stack name %q (want [a-z0-9][a-z0-9-]{0,62})", given)
+			w.problem(nil, "name", ErrValue, "%s", nameProblem("stack", given, false))
 		}
 	default:
 		st.Name = nameFromFile(filename)
 		if !ValidName(st.Name) {
-			w.problem(nil, "name", ErrMissing, "not set, and the file name %q is not a valid stack name (want [a-z0-9][a-z0-9-]{0,62}); add a top-level name", st.Name)
+			w.problem(nil, "name", ErrMissing, "not set, and the file name does not make a stack name: %s; add a top-level name", nameProblem("stack", st.Name, false))
 		}
 	}
 }

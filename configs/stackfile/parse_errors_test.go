@@ -193,7 +193,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 			src := stackYAML(tc.body, tc.cmd) + others
 			ps := parseProblems(t, "t.yaml", src)
 			if len(ps) != 1 {
-				t.Fatalf("want exactly one problem, got %d:\n%s", len(ps), (&ParseError{ps}).Error())
+				t.Fatalf("want exactly one problem, got %d:\n%s", len(ps), (&ParseError{Problems: ps}).Error())
 			}
 			p := ps[0]
 			wantKey := "services.api"
@@ -292,7 +292,7 @@ func TestParseFileLevelErrorsSVC1(t *testing.T) {
 				}
 			}
 			if found == nil {
-				t.Fatalf("no %v problem at %q saying %q in:\n%s", tc.kind, tc.key, tc.msg, (&ParseError{ps}).Error())
+				t.Fatalf("no %v problem at %q saying %q in:\n%s", tc.kind, tc.key, tc.msg, (&ParseError{Problems: ps}).Error())
 			}
 			if found.File != "s.yaml" || found.Line < 1 || (tc.line > 0 && found.Line != tc.line) {
 				t.Errorf("located at %s:%d, want s.yaml:%d", found.File, found.Line, tc.line)
@@ -326,6 +326,6 @@ func TestParseMergeBombREL2(t *testing.T) {
 		tooComplex = tooComplex || errors.Is(p.Err, ErrSyntax) && strings.Contains(p.Msg, "too complex")
 	}
 	if !tooComplex {
-		t.Fatalf("no 'too complex' problem:\n%s", (&ParseError{ps}).Error())
+		t.Fatalf("no 'too complex' problem:\n%s", (&ParseError{Problems: ps}).Error())
 	}
 }

@@ -266,7 +266,7 @@ func (w *walker) healthTest(hc *Healthcheck, n *yaml.Node, path string) (none bo
 		}
 		hc.Kind, hc.Exec = ProbeExec, []string{"/bin/sh", "-c", argv[1]}
 	default:
-		w.problem(r, path, ErrValue, `the first item must be CMD, CMD-SHELL or NONE, got %q`, argv[0])
+		w.problem(r, path, ErrValue, `the first item must be CMD, CMD-SHELL or NONE, got %s`, quote(argv[0]))
 		return false
 	}
 	w.checkArgvVars(r, path, hc.Exec)
@@ -477,7 +477,7 @@ func (w *walker) memory(n *yaml.Node, path string) int64 {
 	}
 	v, err := parseBytes(s)
 	if err != nil {
-		w.problem(n, path, ErrValue, "want a size like 512m or 1g, got %q", s)
+		w.problem(n, path, ErrValue, "want a size like 512m or 1g, got %s", quote(s))
 		return 0
 	}
 	return v

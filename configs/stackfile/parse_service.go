@@ -185,7 +185,7 @@ func (w *walker) env(n *yaml.Node, path string) Env {
 	entries, _ := w.mapping(r, path)
 	for _, e := range entries {
 		if !validEnvName(e.key) {
-			w.problem(e.kn, e.path, ErrValue, "invalid variable name (want [A-Za-z_][A-Za-z0-9_.-]*)")
+			w.problem(e.kn, e.path, ErrValue, "%s", envNameProblem(e.key))
 			continue
 		}
 		if v, ok := w.envValue(e.vn, e.path, e.key); ok {
@@ -207,7 +207,11 @@ func (w *walker) envItem(env Env, item *yaml.Node, itemPath, path string) {
 	}
 	name, value, hasValue := cutEnv(item.Value)
 	if !validEnvName(name) {
-		w.problem(item, itemPath, ErrValue, "invalid variable name (want NAME=value with NAME [A-Za-z_][A-Za-z0-9_.-]*)")
+		if len(name) > 256 {
+			w.problem(item, itemPath, ErrValue, "%s", envNameProblem(name))
+		} else {
+			w.problem(item, itemPath, ErrValue, "invalid variable name (want NAME=value with NAME [A-Za-z_][A-Za-z0-9_.-]*)")
+		}
 		return
 	}
 	key := join(path, name)
@@ -216,7 +220,11 @@ func (w *walker) envItem(env Env, item *yaml.Node, itemPath, path string) {
 		return
 	}
 	if _, dup := env[name]; dup {
-		w.problem(item, key, ErrValue, "variable given twice")
+		if at, ok := w.pos[key]; ok {
+			w.problem(item, key, ErrValue, "variable given twice (first at line %d)", at.line)
+		} else {
+			w.problem(item, key, ErrValue, "variable given twice")
+		}
 		return
 	}
 	w.at(item, key)

@@ -213,7 +213,7 @@ func collapse(paths []string) []string {
 // flatten maps each leaf key path of svc to its JSON text, with secret
 // values in (for comparing only) and env values as leaves.
 func flatten(svc Service) map[string]string {
-	svc = svc.forJournal()
+	svc = svc.forCompare()
 	svc.Name = ""
 	raw, err := json.Marshal(svc)
 	if err != nil {

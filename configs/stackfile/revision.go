@@ -69,16 +69,18 @@ type revisionHealth struct {
 // string or list command, defaults written out or not, key order).
 //
 // Secret env values are in the hash, so rotating a secret rolls the
-// instances. The hash is not a secret's hiding place: someone who can read
-// status and knows the rest of the file could test guesses of a weak
-// secret against it, so secrets should be strong (long, random).
+// instances: once the stack is bound to the node key (BindSecrets, as the
+// daemon does with every stack), as the key's HMAC of the value, so a
+// revision shown in status cannot be used to test guesses of even a short
+// secret (SEC-2). Unbound (a stack parsed and not yet bound), the value
+// itself is hashed.
 func (s Service) Revision() string {
 	in := revisionInput{
 		V:          revisionFormat,
 		Driver:     s.Driver,
 		Argv:       s.Argv(),
 		Image:      s.Image,
-		Env:        s.Env.Reveal(),
+		Env:        s.Env.revisionValues(),
 		WorkingDir: s.WorkingDir,
 		User:       s.User,
 		CPUs:       formatCPUs(s.Deploy.Resources.CPUs),
@@ -116,7 +118,7 @@ func (s Service) SidecarRevision(sc Sidecar) string {
 	env := map[string]string{}
 	for _, layer := range []Env{s.Env, sc.Env} {
 		for k, v := range layer {
-			env[k] = v.value
+			env[k] = v.revisionValue()
 		}
 	}
 	wd := s.WorkingDir

@@ -6,21 +6,55 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // Redaction is what a secret value shows instead of itself.
 const Redaction = "<secret>"
 
+// NodeKey is the node's key as the stack file uses it (SEC-2): secret
+// env values are sealed with it in the journal, and a revision hashes
+// its keyed digest of a secret, never the secret. runtime/nodekey
+// implements it.
+type NodeKey interface {
+	drivers.Sealer
+	// Digest is a keyed digest of plaintext under label.
+	Digest(label, plaintext string) string
+}
+
+// ErrNoNodeKey: a stack with secret values was to be written or read
+// without the node key.
+var ErrNoNodeKey = errors.New("secret env values need the node key")
+
 // EnvValue is one environment value. A secret value never prints: fmt
 // (every verb), String, json.Marshal and yaml.Marshal show Redaction.
-// Only Reveal returns it, for the driver spec, and only Marshal (the
-// journal's form) writes it out (SEC-2).
+// Only Reveal returns it, for the driver spec; Marshal (the journal's
+// form) writes it only sealed under the node key (SEC-2).
 type EnvValue struct {
 	value    string
 	secret   bool
 	redacted bool // the value was dropped by Redacted; Reveal gives ""
-	reveal   bool // set only on the copy Marshal encodes for the journal
+	// digest is the node key's digest of the value (BindSecrets,
+	// Unmarshal): what a revision hashes instead of the value.
+	digest string
+	// sealed is the value sealed under the node key, as read from the
+	// journal or made by Marshal; reused so a record read and written
+	// again is the same bytes.
+	sealed string
+	// encoding is how MarshalJSON writes a secret: redacted (the zero
+	// value, for everything but these copies), sealed for the journal,
+	// or compared (the plan's in-memory diff).
+	encoding secretEncoding
 }
+
+type secretEncoding uint8
+
+const (
+	encodeRedacted secretEncoding = iota
+	encodeSealed
+	encodeCompared
+)
 
 // Plain is a value that may be shown.
 func Plain(v string) EnvValue { return EnvValue{value: v} }
@@ -67,25 +101,44 @@ func (e EnvValue) Format(f fmt.State, verb rune) {
 	}
 }
 
-// envJSON is the object form of a secret value in JSON.
+// envJSON is the object form of a secret value in JSON. Value is read
+// only, from journals written before values were sealed.
 type envJSON struct {
 	Value    *string `json:"value,omitempty"`
 	Secret   bool    `json:"secret"`
+	Sealed   string  `json:"sealed,omitempty"`
 	Redacted bool    `json:"redacted,omitempty"`
+	Compare  string  `json:"compare,omitempty"`
 }
 
 // MarshalJSON writes a plain value as a string and a secret one as
 // {"secret":true,"redacted":true}, unless this copy was prepared by
-// Marshal for the journal, which keeps {"secret":true,"value":"..."}.
+// Marshal for the journal, which writes {"secret":true,"sealed":"v1:..."}.
 func (e EnvValue) MarshalJSON() ([]byte, error) {
-	if !e.secret {
+	switch {
+	case !e.secret:
 		return json.Marshal(e.value)
-	}
-	if e.reveal && !e.redacted {
-		v := e.value
-		return json.Marshal(envJSON{Value: &v, Secret: true})
+	case e.redacted:
+	case e.encoding == encodeSealed:
+		if e.sealed == "" {
+			return nil, errUnsealed
+		}
+		return json.Marshal(envJSON{Secret: true, Sealed: e.sealed})
+	case e.encoding == encodeCompared:
+		return json.Marshal(envJSON{Secret: true, Compare: e.comparable()})
 	}
 	return json.Marshal(envJSON{Secret: true, Redacted: true})
+}
+
+var errUnsealed = errors.New("secret env value is not sealed")
+
+// comparable stands for the value where two values are compared: the
+// keyed digest when bound, else the value itself (kept in memory only).
+func (e EnvValue) comparable() string {
+	if e.digest != "" {
+		return e.digest
+	}
+	return "plain:" + e.value
 }
 
 // errRedactedSecret refuses to read back a value that was redacted: a
@@ -108,11 +161,16 @@ func (e *EnvValue) UnmarshalJSON(b []byte) error {
 	switch {
 	case o.Redacted:
 		return errRedactedSecret
-	case !o.Secret || o.Value == nil:
-		return errors.New("env value: an object must be {\"secret\":true,\"value\":...}")
+	case !o.Secret || o.Compare != "":
+	case o.Sealed != "" && o.Value == nil:
+		// Opened by Unmarshal, which has the node key.
+		*e = EnvValue{secret: true, sealed: o.Sealed}
+		return nil
+	case o.Value != nil && o.Sealed == "":
+		*e = Secret(*o.Value)
+		return nil
 	}
-	*e = Secret(*o.Value)
-	return nil
+	return errors.New("env value: an object must be {\"secret\":true,\"sealed\":...}")
 }
 
 // MarshalYAML keeps yaml.Marshal from showing a secret.
@@ -121,6 +179,16 @@ func (e EnvValue) MarshalYAML() (any, error) { return e.String(), nil }
 // equal compares values, ignoring how they were prepared for output.
 func (e EnvValue) equal(o EnvValue) bool {
 	return e.value == o.value && e.secret == o.secret && e.redacted == o.redacted
+}
+
+// revisionValue is what a revision hashes for the value: a secret's keyed
+// digest once bound to the node key, so the revision shown in status
+// cannot be used to test guesses of the secret.
+func (e EnvValue) revisionValue() string {
+	if e.secret && e.digest != "" {
+		return e.digest
+	}
+	return e.value
 }
 
 // Env is an environment: variable name to value.
@@ -144,6 +212,18 @@ func (env Env) Reveal() map[string]string {
 	out := make(map[string]string, len(env))
 	for k, v := range env {
 		out[k] = v.value
+	}
+	return out
+}
+
+// revisionValues is what a revision hashes of env (revisionValue).
+func (env Env) revisionValues() map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		out[k] = v.revisionValue()
 	}
 	return out
 }
@@ -187,14 +267,82 @@ func (env Env) clone() Env {
 	return out
 }
 
-// withReveal marks every secret so MarshalJSON writes its value.
-func (env Env) withReveal() Env {
+// encoded returns a copy whose secrets MarshalJSON writes as enc.
+func (env Env) encoded(enc secretEncoding) Env {
 	out := env.clone()
 	for k, v := range out {
 		if v.secret {
-			v.reveal = true
+			v.encoding = enc
 			out[k] = v
 		}
 	}
 	return out
+}
+
+// SecretLabel is the label a secret env value is sealed and digested
+// under: its variable's name (drivers.Sealer).
+func SecretLabel(key string) string { return "env:" + key }
+
+// seal seals every secret not sealed yet, for the journal.
+func (env Env) seal(key NodeKey) (Env, error) {
+	out := env.encoded(encodeSealed)
+	for k, v := range out {
+		if !v.secret || v.redacted || v.sealed != "" {
+			continue
+		}
+		if key == nil {
+			return nil, fmt.Errorf("env %s: %w", k, ErrNoNodeKey)
+		}
+		s, err := key.Seal(SecretLabel(k), v.value)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		v.sealed = s
+		out[k] = v
+	}
+	return out, nil
+}
+
+// open opens every sealed secret and binds it to key.
+func (env Env) open(key NodeKey) error {
+	for k, v := range env {
+		if !v.secret || v.sealed == "" {
+			continue
+		}
+		if key == nil {
+			return fmt.Errorf("env %s: %w", k, ErrNoNodeKey)
+		}
+		plain, err := key.Open(SecretLabel(k), v.sealed)
+		if err != nil {
+			return fmt.Errorf("env %s: %w", k, err)
+		}
+		v.value = plain
+		env[k] = v
+	}
+	return env.bind(key)
+}
+
+// bind sets every secret's digest under key.
+func (env Env) bind(key NodeKey) error {
+	for k, v := range env {
+		if !v.secret || v.redacted {
+			continue
+		}
+		if key == nil {
+			return fmt.Errorf("env %s: %w", k, ErrNoNodeKey)
+		}
+		v.digest = key.Digest(SecretLabel(k), v.value)
+		env[k] = v
+	}
+	return nil
+}
+
+// hasSecrets reports whether any value is secret.
+func (env Env) hasSecrets() bool {
+	for _, v := range env {
+		if v.secret {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package stackfile
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -185,7 +186,11 @@ func (h Healthcheck) Enabled() bool { return h.Kind != ProbeNone && h.Kind != ""
 // rollout (SVC-13): max(start_period, 60s) + interval × retries + 30s.
 func (h Healthcheck) Deadline() time.Duration {
 	d := max(h.StartPeriod, 60*time.Second) + 30*time.Second
-	if h.Enabled() {
+	if h.Enabled() && h.Retries > 0 {
+		// Saturate instead of overflowing into a negative deadline.
+		if h.Interval > (math.MaxInt64-d)/time.Duration(h.Retries) {
+			return math.MaxInt64
+		}
 		d += h.Interval * time.Duration(h.Retries)
 	}
 	return d

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/engenho/engenho/drivers"
 )
@@ -50,16 +51,40 @@ func Validate(ctx context.Context, st *Stack, node Node) error {
 		}
 		return err
 	}
+	if ps := validateNode(ctx, st, node); len(ps) > 0 {
+		return &ValidationError{Stack: st.Name, Problems: ps}
+	}
+	return nil
+}
+
+// ValidateRest adds to a refused file's *ParseError what the node would
+// refuse about the services the file did define well (a missing driver,
+// a published port in use, a claimed host), so one answer lists every
+// problem of both stages (SVC-1, SVC-2) instead of the node's coming
+// only once the file is fixed. Any other error is returned as it is.
+func ValidateRest(ctx context.Context, err error, node Node) error {
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.partial == nil || len(pe.partial.Services) == 0 || node == nil {
+		return err
+	}
+	ps := validateNode(ctx, pe.partial, node)
+	if len(ps) == 0 {
+		return err
+	}
+	all := append(slices.Clone(pe.Problems), ps...)
+	sortProblems(all)
+	return &ParseError{Problems: all}
+}
+
+// validateNode asks the node about each service of st.
+func validateNode(ctx context.Context, st *Stack, node Node) []Problem {
 	v := &validator{st: st, node: node}
 	for _, svc := range st.List() {
 		v.driver(ctx, svc)
 		v.ports(svc)
 		v.host(svc)
 	}
-	if len(v.problems) > 0 {
-		return &ValidationError{Stack: st.Name, Problems: v.problems}
-	}
-	return nil
+	return v.problems
 }
 
 type validator struct {
@@ -80,7 +105,7 @@ func (v *validator) driver(ctx context.Context, svc Service) {
 	key := "services." + svc.Name
 	drv, ok := v.node.Driver(svc.Driver)
 	if !ok || drv == nil {
-		v.add(key+".driver", ErrDriverMissing, "driver %q is not available on this node", svc.Driver)
+		v.add(key+".driver", ErrDriverMissing, "driver %s is not available on this node", quote(svc.Driver))
 		return
 	}
 	inst := Instance{Stack: v.st.Name, Slot: 1, ID: validationID, Bin: v.node.Bin()}
@@ -148,4 +173,43 @@ func (v *validator) host(svc Service) {
 	if stack, service, claimed := v.node.HostClaimedBy(h); claimed && stack != v.st.Name {
 		v.add("services."+svc.Name+"."+hostKey(svc), ErrHostClaimed, "host %s belongs to stack %s service %s", h, stack, service)
 	}
+}
+
+// ValidateTogether checks stacks deployed in one request against each
+// other: each may be fine on the node alone, yet two of them must not
+// publish the same port or have the same edge host, nor be the same
+// stack twice (SVC-2). It returns one *ValidationError per stack with a
+// problem, naming the other stack's file.
+func ValidateTogether(stacks []*Stack) []error {
+	type claim struct{ stack, service, file string }
+	ports, hosts, names := map[int]claim{}, map[string]claim{}, map[string]string{}
+	var errs []error
+	for _, st := range stacks {
+		v := &validator{st: st}
+		if file, dup := names[st.Name]; dup {
+			v.add("name", ErrValue, "stack %s is also defined by %s in this request", st.Name, file)
+		}
+		names[st.Name] = st.Source
+		for _, svc := range st.List() {
+			for i, p := range svc.Ports {
+				if p.Published == 0 {
+					continue
+				}
+				if c, taken := ports[p.Published]; taken && c.stack != st.Name {
+					v.add(index("services."+svc.Name+".ports", i), ErrPortClaimed, "port %d is also published by stack %s service %s (%s)", p.Published, c.stack, c.service, c.file)
+				}
+				ports[p.Published] = claim{st.Name, svc.Name, st.Source}
+			}
+			if h := svc.EdgeHost(); h != "" {
+				if c, taken := hosts[h]; taken && c.stack != st.Name {
+					v.add("services."+svc.Name+"."+hostKey(svc), ErrHostClaimed, "host %s is also used by stack %s service %s (%s)", h, c.stack, c.service, c.file)
+				}
+				hosts[h] = claim{st.Name, svc.Name, st.Source}
+			}
+		}
+		if len(v.problems) > 0 {
+			errs = append(errs, &ValidationError{Stack: st.Name, Problems: v.problems})
+		}
+	}
+	return errs
 }

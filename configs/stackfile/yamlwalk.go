@@ -51,13 +51,21 @@ func parentPath(key string) string {
 	return ""
 }
 
-// join builds a key path.
+// join builds a key path. A key longer than any this format has (a
+// 10k-character name) is shown cut short with its length, so a message
+// stays one readable line.
 func join(parent, key string) string {
+	if len(key) > maxKeyShown {
+		key = fmt.Sprintf("%s...(%d characters)", key[:maxKeyShown-16], len(key))
+	}
 	if parent == "" {
 		return key
 	}
 	return parent + "." + key
 }
+
+// maxKeyShown is the longest key a key path shows whole.
+const maxKeyShown = 64
 
 func index(parent string, i int) string { return fmt.Sprintf("%s[%d]", parent, i) }
 
@@ -151,6 +159,7 @@ func (w *walker) mapping(n *yaml.Node, path string) ([]entry, bool) {
 	}
 	w.at(n, path)
 	explicit := map[string]bool{}
+	firstAt := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn := n.Content[i]
 		if isMergeKey(kn) {
@@ -161,10 +170,11 @@ func (w *walker) mapping(n *yaml.Node, path string) ([]entry, bool) {
 			continue
 		}
 		if explicit[kn.Value] {
-			w.problem(kn, join(path, kn.Value), ErrValue, "key given twice")
+			w.problem(kn, join(path, kn.Value), ErrValue, "key given twice (first at line %d); remove one", firstAt[kn.Value])
 			continue
 		}
 		explicit[kn.Value] = true
+		firstAt[kn.Value] = kn.Line
 	}
 	var out []entry
 	added := map[string]bool{}
@@ -346,13 +356,9 @@ func (w *walker) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	if s == nil {
 		return 0, false
 	}
-	d, err := time.ParseDuration(s.Value)
-	if err != nil || s.ShortTag() != "!!str" && s.Value != "0" {
-		w.problem(s, path, ErrType, "want a duration like 30s or 15m, got %s", describe(s))
-		return 0, false
-	}
-	if d < 0 {
-		w.problem(s, path, ErrValue, "want a duration of 0s or more, got %s", describe(s))
+	d, kind, msg := parseDuration(s.Value)
+	if kind != nil {
+		w.problem(s, path, kind, "%s", msg)
 		return 0, false
 	}
 	return d, true

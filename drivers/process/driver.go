@@ -42,6 +42,9 @@ type Options struct {
 	// LogFiles is how many rotated files are kept besides the current one
 	// (default 3).
 	LogFiles int
+	// Sealer keeps the values of a spec's SecretEnv sealed in its state
+	// file (SEC-2). Without one, a spec with secret values is refused.
+	Sealer drivers.Sealer
 }
 
 // Driver runs instances as local processes.
@@ -81,6 +84,9 @@ type instance struct {
 	deleted  bool
 	prog     string // resolved command, re-resolved when it stops being executable
 	version  uint64 // of rec, bumped at every change
+	// secretsLost: the state file's sealed env values did not open (the
+	// node key changed); the instance must not start without them.
+	secretsLost error
 
 	saveMu sync.Mutex
 	saved  uint64 // version on disk
@@ -188,6 +194,12 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		return nil, fmt.Errorf("state file names %q", rec.Spec.Name)
 	}
 	in := d.newInstance(dir, rec)
+	if err := d.openSecrets(rec); err != nil {
+		// The run is still adopted and can be stopped and deleted; only a
+		// new start needs the values.
+		in.secretsLost = err
+		d.log.Error().Err(err).Str("instance", name).Msg("cannot open the instance's secret env values; it cannot be started again, only replaced")
+	}
 	if !rec.Running && rec.Launching {
 		adopted, err := d.adoptLaunch(in)
 		if err != nil {

@@ -62,6 +62,10 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
 	}
 	rec := &record{Spec: cloneSpec(spec), ExitCode: -1}
+	if err := d.sealSecrets(rec); err != nil {
+		os.Remove(dir)
+		return d.errorf(opCreate, spec.Name, drivers.ErrInvalid, "%v", err)
+	}
 	in := d.newInstance(dir, rec)
 	f, err := in.logs.openForWorkload()
 	if err == nil {
@@ -102,6 +106,9 @@ func (d *Driver) startLocked(in *instance) (killed <-chan struct{}, err error) {
 	name := in.name
 	if in.proc != nil {
 		return nil, nil
+	}
+	if in.secretsLost != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, in.secretsLost)
 	}
 	spec := in.rec.Spec
 	// The program resolved earlier is reused while it is still executable
@@ -434,6 +441,7 @@ func (d *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
 func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.Labels = maps.Clone(s.Labels)
 	s.Env = maps.Clone(s.Env)
+	s.SecretEnv = slices.Clone(s.SecretEnv)
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
 	return s

@@ -43,6 +43,11 @@ func checkSpec(spec drivers.Spec) error {
 	if _, err := credentialFor(spec.User); err != nil {
 		return err
 	}
+	for _, k := range spec.SecretEnv {
+		if _, ok := spec.Env[k]; !ok {
+			return fmt.Errorf("secret env %s is not in env", k)
+		}
+	}
 	return checkPorts(spec.Ports)
 }
 

@@ -2,7 +2,9 @@ package process
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,15 +35,80 @@ type record struct {
 	RunToken   string    `json:"run_token,omitempty"`
 	Launching  bool      `json:"launching,omitempty"`
 	LaunchedAt time.Time `json:"launched_at,omitzero"`
+	// SealedEnv holds the values of Spec.SecretEnv sealed with the
+	// driver's Sealer (SEC-2); on disk, Spec.Env leaves them out. In
+	// memory Spec.Env has them in plaintext for the next start.
+	SealedEnv map[string]string `json:"sealed_env,omitempty"`
 }
 
 const stateFile = "state.json"
 
-// save writes r atomically (temp file + rename). It does not fsync: the
-// file has to survive the daemon dying, not the machine, and after a
-// machine crash no workload is running anyway.
+// secretLabel binds a sealed env value to its variable's name.
+func secretLabel(key string) string { return "env:" + key }
+
+// sealSecrets seals the values of rec.Spec.SecretEnv into rec.SealedEnv.
+func (d *Driver) sealSecrets(rec *record) error {
+	if len(rec.Spec.SecretEnv) == 0 {
+		return nil
+	}
+	if d.opts.Sealer == nil {
+		return errors.New("the spec has secret env values and this driver has no sealer to keep them (SEC-2)")
+	}
+	rec.SealedEnv = make(map[string]string, len(rec.Spec.SecretEnv))
+	for _, k := range rec.Spec.SecretEnv {
+		s, err := d.opts.Sealer.Seal(secretLabel(k), rec.Spec.Env[k])
+		if err != nil {
+			return fmt.Errorf("sealing secret env %s: %w", k, err)
+		}
+		rec.SealedEnv[k] = s
+	}
+	return nil
+}
+
+// openSecrets puts the plaintext of rec.SealedEnv back into rec.Spec.Env.
+func (d *Driver) openSecrets(rec *record) error {
+	if len(rec.Spec.SecretEnv) == 0 {
+		return nil
+	}
+	if d.opts.Sealer == nil {
+		return errors.New("the state file has sealed secret env values and this driver has no sealer to open them")
+	}
+	if rec.Spec.Env == nil {
+		rec.Spec.Env = map[string]string{}
+	}
+	for _, k := range rec.Spec.SecretEnv {
+		sealed, ok := rec.SealedEnv[k]
+		if !ok {
+			return fmt.Errorf("secret env %s has no sealed value", k)
+		}
+		v, err := d.opts.Sealer.Open(secretLabel(k), sealed)
+		if err != nil {
+			return fmt.Errorf("secret env %s: %w", k, err)
+		}
+		rec.Spec.Env[k] = v
+	}
+	return nil
+}
+
+// onDisk is r as its state file holds it: secret values only sealed.
+func (r *record) onDisk() *record {
+	if len(r.Spec.SecretEnv) == 0 {
+		return r
+	}
+	out := *r
+	out.Spec.Env = maps.Clone(r.Spec.Env)
+	for _, k := range r.Spec.SecretEnv {
+		delete(out.Spec.Env, k)
+	}
+	return &out
+}
+
+// save writes r atomically (temp file + rename), its secret values only
+// sealed. It does not fsync: the file has to survive the daemon dying,
+// not the machine, and after a machine crash no workload is running
+// anyway.
 func (r *record) save(dir string) error {
-	b, err := json.Marshal(r)
+	b, err := json.Marshal(r.onDisk())
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,10 @@ type EventsArgs struct {
 // last event sent (or Since if none was), to resume with Since = Last.
 type EventsResult struct {
 	Last uint64 `json:"last"`
+	// Memory: the journal is not open (the runtime is stopped or failed,
+	// or the journal is damaged); the events are the daemon's own since
+	// it closed the journal, kept in memory and numbered on their own.
+	Memory bool `json:"memory,omitempty"`
 }
 
 // StopArgs: Hold also writes the hold marker (DMN-4).
@@ -123,11 +127,18 @@ type LifecycleResult struct {
 	State lifecycle.State `json:"state"`
 }
 
-// ReconfigureResult answers reconfigure (DMN-16).
+// ReconfigureResult answers reconfigure (DMN-16). A config or stack file
+// that does not load is an `invalid` error instead, listing every problem;
+// nothing changed then.
 type ReconfigureResult struct {
 	State lifecycle.State `json:"state"`
-	// Applied lists what changed in place; NeedsRestart the settings that
-	// take effect only after a restart.
+	// Reloaded is set when the running daemon read the config and applied
+	// it now; unset, the lifecycle took the request its own way (a failed
+	// boot boots again, a boot in progress re-reads the config).
+	Reloaded bool `json:"reloaded,omitempty"`
+	// Applied lists what changed in place (keys, and one line per stack
+	// that changed); NeedsRestart the settings that take effect only after
+	// a restart or a relaunch.
 	Applied      []string `json:"applied,omitempty"`
 	NeedsRestart []string `json:"needs_restart,omitempty"`
 }
@@ -177,10 +188,18 @@ type ReinitArgs struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-// ReinitResult lists where things went.
+// ReinitResult lists where things went. For the journal it also says what
+// the new journal kept (REL-5): Salvaged counts records by type, Lost says
+// why nothing was salvaged, Notes says it all for humans.
 type ReinitResult struct {
-	What  string   `json:"what"`
-	Moved []string `json:"moved"`
+	What     string         `json:"what"`
+	Moved    []string       `json:"moved"`
+	Salvaged map[string]int `json:"salvaged,omitempty"`
+	Lost     string         `json:"lost,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
+	// Offline: no daemon ran; the client did it under the data
+	// directory's lock.
+	Offline bool `json:"offline,omitempty"`
 }
 
 // ApplyFile is one stack file: Name as the user gave it (for error
@@ -211,11 +230,17 @@ type StackPlan struct {
 }
 
 // ApplyProgress is one stream item of apply --wait: first one with Planned
-// (the recorded changes), then a Service snapshot each time a changed
-// service moves.
+// (the recorded changes), then, as the rollout moves, an Event of a
+// changed service as the journal records it, or a Service snapshot each
+// time its state or a slot changes.
 type ApplyProgress struct {
 	Planned []StackPlan             `json:"planned,omitempty"`
 	Service *messages.ServiceStatus `json:"service,omitempty"`
+	Event   *messages.Event         `json:"event,omitempty"`
+	// Note says what the wait does with the Service: a created service
+	// that converged is held through its monitor window before the
+	// verdict.
+	Note string `json:"note,omitempty"`
 }
 
 // Outcome is how a waited rollout ended.
@@ -227,13 +252,29 @@ const (
 	OutcomeFailed    Outcome = "failed"    // a service paused, rolled back or failed
 )
 
-// ApplyResult is the plan and, with Wait, how the rollout ended; Failed
-// holds the services that did not converge, with their failure output.
+// ApplyResult is the plan and, with Wait, how the rollout ended: Outcome
+// is the one verdict, Verdicts says it service by service, and Failed
+// holds the snapshots of the services that failed, with their failure
+// output.
 type ApplyResult struct {
-	DryRun  bool                     `json:"dry_run,omitempty"`
-	Stacks  []StackPlan              `json:"stacks"`
-	Outcome Outcome                  `json:"outcome,omitempty"`
-	Failed  []messages.ServiceStatus `json:"failed,omitempty"`
+	DryRun   bool                     `json:"dry_run,omitempty"`
+	Stacks   []StackPlan              `json:"stacks"`
+	Outcome  Outcome                  `json:"outcome,omitempty"`
+	Verdicts []ServiceVerdict         `json:"verdicts,omitempty"`
+	Failed   []messages.ServiceStatus `json:"failed,omitempty"`
+}
+
+// ServiceVerdict is how one changed service's rollout ended: Outcome
+// converged (for a removal: gone), failed with the Reason (the event or
+// the state that decided it), or empty when the wait ended first (another
+// service failed; this one is still rolling out).
+type ServiceVerdict struct {
+	Stack   string  `json:"stack"`
+	Service string  `json:"service"`
+	Outcome Outcome `json:"outcome,omitempty"`
+	Reason  string  `json:"reason,omitempty"`
+	// Seq is the event that decided it (0: the service's state did).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // RemoveArgs removes a stack; Volumes also deletes its volumes.
@@ -242,11 +283,15 @@ type RemoveArgs struct {
 	Volumes bool   `json:"volumes,omitempty"`
 }
 
-// ChangeResult answers remove, rollback and redeploy with the changes made.
+// ChangeResult answers remove, rollback and redeploy with the changes made:
+// the deployment recorded and each service's change, as a plan shows it.
 type ChangeResult struct {
 	Stack      string             `json:"stack"`
 	Deployment string             `json:"deployment,omitempty"`
 	Changes    []stackfile.Change `json:"changes"`
+	// AlreadyRemoving answers a remove of a stack already being removed:
+	// nothing new was recorded, the removal goes on.
+	AlreadyRemoving bool `json:"already_removing,omitempty"`
 	// Override is the override a rollback left in force (SVC-23); Notes
 	// say what it means.
 	Override *messages.Override `json:"override,omitempty"`

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -14,7 +13,6 @@ import (
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/daemonconfig"
-	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/incus"
 	"github.com/engenho/engenho/drivers/objstore"
@@ -26,6 +24,7 @@ import (
 	"github.com/engenho/engenho/runtime/journal"
 	"github.com/engenho/engenho/runtime/lifecycle"
 	"github.com/engenho/engenho/runtime/metrics"
+	"github.com/engenho/engenho/runtime/nodekey"
 )
 
 // parts is what the boot phases have built so far; the drain and the
@@ -85,7 +84,11 @@ func (e configError) Unwrap() error { return e.err }
 
 func classify(err error) lifecycle.CauseClass {
 	var ce configError
-	if errors.As(err, &ce) {
+	var jd journalDamage
+	switch {
+	case errors.As(err, &jd):
+		return lifecycle.CauseCorrupt
+	case errors.As(err, &ce):
 		return lifecycle.CauseConfig
 	}
 	return lifecycle.CauseTransient
@@ -116,6 +119,11 @@ func (d *Daemon) recordPhase(e lifecycle.RunPhase, took time.Duration, err error
 		ph.Error = err.Error()
 		d.boot.Outcome, d.boot.Error, d.boot.EndedAt = journal.BootFailed, err.Error(), d.clk.Now()
 		d.saveBoot()
+		kind := messages.KindDaemonBootFailed
+		if classify(err) == lifecycle.CauseCorrupt {
+			kind = messages.KindJournalDamaged
+		}
+		d.emit(kind, messages.LevelError, fmt.Sprintf("boot attempt %d failed in %s: %v", e.Attempt, e.Phase, err))
 	}
 	d.boot.Phases = append(d.boot.Phases, ph)
 }
@@ -159,38 +167,6 @@ func (d *Daemon) resolveConfig() (func(), error) {
 	}, nil
 }
 
-func (d *Daemon) openJournal() (func(), error) {
-	s := d.settings
-	j, err := journal.Open(journal.Options{Dir: d.dir.Journal(), Clock: d.clk, Logger: d.log.With().Str("part", "journal").Logger(),
-		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}})
-	if err != nil {
-		return nil, fmt.Errorf("opening the journal: %w", err)
-	}
-	name := s.NodeName
-	id, created, err := j.EnsureIdentity(name)
-	if err != nil {
-		_ = j.Close()
-		return nil, fmt.Errorf("node identity: %w", err)
-	}
-	if err := d.dir.MarkLive(string(lifecycle.PhaseOpenJournal)); err != nil {
-		_ = j.Close()
-		return nil, fmt.Errorf("run marker: %w", err)
-	}
-	return func() {
-		d.parts.journal = j
-		d.parts.sink = eventSink{j: j, log: d.log.With().Str("part", "events").Logger(), extra: d.countEvent}
-		snap := *d.snap.Load()
-		snap.Node = id
-		d.snap.Store(&snap)
-		if created {
-			d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("first boot of node %s (%s)", id.Name, id.ID))
-		}
-		if prev := snap.PreviousRun; prev.Outcome == "crashed" {
-			d.emit(messages.KindDaemonCrashed, messages.LevelWarn, "the previous run did not release the journal: "+prev.Detail)
-		}
-	}, nil
-}
-
 // prepareDrivers makes the drivers ready and reads the desired state, so
 // the tree can adopt what runs (DMN-9).
 func (d *Daemon) prepareDrivers() (func(), error) {
@@ -203,12 +179,21 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 		}
 		return nil, err
 	}
+	key, err := nodekey.LoadOrCreate(d.dir.NodeKeyPath())
+	if err != nil {
+		err = fmt.Errorf("%w (secret env values in the journal and the instances' state files are sealed with it)", err)
+		if errors.Is(err, nodekey.ErrDamaged) || errors.Is(err, nodekey.ErrExposed) {
+			// Damaged state holds (REL-5): a retry on a timer cannot fix it.
+			err = journalDamage{err: err, hint: fmt.Sprintf("put back %s from a backup of the data directory (mode 0600), then run `engenho retry`", d.dir.NodeKeyPath())}
+		}
+		return fail(err)
+	}
 	if s.Process.Enabled {
 		if err := process.BecomeSubreaper(); err != nil {
 			d.log.Warn().Err(err).Msg("cannot become child subreaper; orphaned grandchildren will go to init")
 		}
 		p, err := process.New(process.Options{Dir: d.dir.Root(), Clock: d.clk, Logger: d.log.With().Str("driver", "process").Logger(),
-			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles})
+			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles, Sealer: key})
 		if err != nil {
 			return fail(fmt.Errorf("process driver: %w", err))
 		}
@@ -231,13 +216,19 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	}
 	closers = append(closers, closeStore)
 	j := d.parts.journal
-	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j})
+	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j, key: key}, key)
 	m := d.metrics
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
 	dep.now, dep.announce = d.clk.Now, d.parts.sink.Record
 	desired, removing, err := dep.Desired()
 	if err != nil {
-		return fail(fmt.Errorf("reading the desired state: %w", err))
+		err = fmt.Errorf("reading the desired state: %w", err)
+		if errors.Is(err, nodekey.ErrWrongKey) {
+			// A lost key holds like a damaged journal (REL-5): no retry on a
+			// timer brings the key back.
+			err = journalDamage{err: err, hint: fmt.Sprintf("the journal's secret env values were sealed with another node key: put back %s from a backup of the data directory and run `engenho retry`, or run `engenho reinit journal` and apply the stack files again", d.dir.NodeKeyPath())}
+		}
+		return fail(err)
 	}
 	return func() {
 		d.parts.drivers, d.parts.closers = drvs, closers
@@ -343,43 +334,28 @@ func (d *Daemon) announceRunning(e lifecycle.AnnounceRunning) {
 	d.emit(messages.KindDaemonBooted, messages.LevelInfo, fmt.Sprintf("running (epoch %d)", e.Epoch))
 	go d.applyConfigStacks()
 	if e.Reload {
-		go d.reconfigure()
+		go d.reconfigure(nil)
 	}
 }
 
-// applyConfigStacks applies the stack files the config lists. A file that
-// does not parse or validate is refused with an event; the rest apply and
-// the stack keeps its last good definition (DMN-15).
+// applyConfigStacks applies the stack files the config lists once the
+// runtime runs. A file that does not parse or validate is refused with a
+// config.rejected event and its stack keeps its last good definition; the
+// rest apply (DMN-15). A reload is stricter: all or nothing (reconfigure).
 func (d *Daemon) applyConfigStacks() {
 	rt := d.rt.Load()
 	if rt == nil {
 		return
 	}
-	listed := map[string]bool{}
-	for _, path := range d.settingsNow().StackFiles {
-		listed[path] = true
-		st, err := stackfile.ParseFile(path)
-		if err == nil {
-			var applied Applied
-			applied, err = rt.deployer.Apply(context.Background(), st, path, false)
-			for _, note := range applied.Notes {
-				d.log.Info().Str("file", path).Str("stack", st.Name).Msg(note)
-			}
-		}
-		if err != nil {
-			d.log.Error().Err(err).Str("file", path).Msg("stack file refused")
-			d.postEmit(messages.KindConfigRejected, messages.LevelError, strings.TrimSpace(err.Error()))
-		}
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	paths := d.settingsNow().StackFiles
+	stacks, errs := checkStackFiles(rt, paths)
+	for _, e := range errs {
+		d.log.Error().Str("error", e).Msg("stack file refused")
+		d.postEmit(messages.KindConfigRejected, messages.LevelError, "stack file refused, its stack keeps its last good definition: "+oneLine(e))
 	}
-	// A stack that came from a file the config no longer lists goes.
-	for _, st := range rt.deployer.Sources() {
-		if strings.HasPrefix(st.source, "/") && !listed[st.source] {
-			d.log.Info().Str("stack", st.stack).Str("file", st.source).Msg("stack file no longer listed; removing the stack")
-			if err := rt.deployer.Remove(st.stack); err != nil {
-				d.log.Error().Err(err).Str("stack", st.stack).Msg("removing an unlisted stack")
-			}
-		}
-	}
+	d.applyStacks(rt, stacks, paths)
 }
 
 // postEmit emits an event from a goroutine other than the loop.

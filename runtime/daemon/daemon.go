@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,6 +34,9 @@ type Options struct {
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in stack files.
 	Bin string
 	Log *logging.Logger
+	// LogFormatFixed is set when --log-format chose Log's format: the
+	// config's log.format is then left alone (DMN-17).
+	LogFormatFixed bool
 	// Clock is the wall clock unless a test gives another.
 	Clock clock.Clock
 	// Load reads and resolves the config file; LoadConfig when nil.
@@ -70,6 +74,10 @@ type result struct {
 	state  lifecycle.State
 	err    error
 	detail string
+	// reload, when the step started a reload (ApplyConfig), gets its
+	// outcome.
+	reload <-chan reloadOutcome
+	reinit *JournalReinit
 }
 
 // Daemon is one running engenho daemon.
@@ -90,9 +98,11 @@ type Daemon struct {
 	rt       atomic.Pointer[runtime] // the running runtime; nil while down
 	parts    *parts                  // what the boot phases built, owned by the loop
 	watch    *configWatch
+	reloadMu sync.Mutex // one reload (or boot's stack apply) at a time
 	control  *control.Server
 	ready    bool // READY=1 was sent
 	metrics  *metrics.Metrics
+	mem      *memEvents // the daemon's events while the journal is closed
 }
 
 // New prepares a daemon: it takes the data directory's lock at once, so a
@@ -112,13 +122,15 @@ func New(opts Options) (*Daemon, error) {
 	}
 	cleanInheritance(opts.Log)
 	settings, dg, err := opts.Load(opts.ConfigPath, opts.DataDir)
+	if err == nil && !opts.LogFormatFixed {
+		opts.Log.SetFormat(settings.LogFormat)
+	}
 	if err != nil {
-		// Without a config the data directory is the flag's or the default;
-		// the boot reports the config error (DMN-7).
+		// Without a config the data directory is the flag's, else the one
+		// the file names (read on its own), else the default; the boot
+		// reports the config's errors there (DMN-7).
 		settings = DefaultSettings()
-		if opts.DataDir != "" {
-			settings.DataDir = opts.DataDir
-		}
+		settings.DataDir = daemonconfig.DataDirOf(opts.ConfigPath, daemonconfig.Overrides{DataDir: opts.DataDir})
 	}
 	dir, err := datadir.Open(settings.DataDir, opts.Clock)
 	if err != nil {
@@ -133,7 +145,7 @@ func New(opts Options) (*Daemon, error) {
 		sd = sdnotify.New("", 0)
 	}
 	d := &Daemon{opts: opts, clk: opts.Clock, log: opts.Log, dir: dir, in: make(chan input, 64), sd: sd,
-		settings: settings}
+		settings: settings, mem: newMemEvents()}
 	d.state = lifecycle.New(lifecycle.Config{DrainBudget: settings.DrainBudget})
 	d.setSettings(settings, dg)
 	prev, err := dir.PreviousRun()
@@ -141,7 +153,7 @@ func New(opts Options) (*Daemon, error) {
 		d.log.Warn().Err(err).Msg("reading the previous run marker")
 	}
 	d.snap.Store(&Snapshot{State: d.state, PreviousRun: prev, Pid: os.Getpid(), DataDir: settings.DataDir,
-		Config: opts.ConfigPath, StartedAt: d.clk.Now()})
+		Config: opts.ConfigPath, StartedAt: d.clk.Now(), Node: loadKeptIdentity(dir)})
 	return d, nil
 }
 
@@ -282,7 +294,9 @@ func (d *Daemon) perform(eff lifecycle.Effect, res *result) (int, bool) {
 	case lifecycle.AnnounceRunning:
 		d.announceRunning(e)
 	case lifecycle.ApplyConfig:
-		go d.reconfigure()
+		reply := make(chan reloadOutcome, 1)
+		res.reload = reply
+		go d.reconfigure(reply)
 	case lifecycle.StartDrain:
 		if d.state.Then == lifecycle.TargetExit {
 			d.sd.Stopping()
@@ -294,10 +308,12 @@ func (d *Daemon) perform(eff lifecycle.Effect, res *result) (int, bool) {
 		attempt := e.Attempt
 		d.clk.AfterFunc(e.Delay, func() { d.post(lifecycle.BackoffElapsed{Attempt: attempt}) })
 	case lifecycle.MoveToAttic:
-		dest, err := d.moveToAttic(e.What)
-		res.detail, res.err = dest, err
+		dest, r, err := d.moveToAttic(e.What)
+		res.detail, res.reinit, res.err = dest, r, err
 		if err == nil {
 			d.log.Warn().Str("what", e.What).Str("to", dest).Msg("moved to the attic")
+			what := e.What
+			go d.post(lifecycle.ReinitDone{What: what}) // failed boots again on it
 		}
 	case lifecycle.Exit:
 		d.log.Info().Int("code", e.Code).Msg("exiting")
@@ -348,14 +364,23 @@ func (d *Daemon) handleSignals() func() {
 	}
 }
 
-// emit records a daemon event when the journal is open, and logs it.
+// emit records a daemon event in the journal when it is open, else in
+// memory until it is, and logs it.
 func (d *Daemon) emit(kind string, level messages.Level, msg string) {
 	ev := messages.Event{UnixMs: d.clk.Now().UnixMilli(), Level: level, Kind: kind, Actor: "daemon", Message: msg}
 	if p := d.parts; p != nil && p.journal != nil {
 		p.sink.Emit(ev)
 		return
 	}
-	d.log.Info().Str("kind", kind).Msg(msg)
+	d.mem.add(ev)
+	lvl := zerolog.InfoLevel
+	switch level {
+	case messages.LevelWarn:
+		lvl = zerolog.WarnLevel
+	case messages.LevelError:
+		lvl = zerolog.ErrorLevel
+	}
+	d.log.WithLevel(lvl).Str("kind", kind).Msg(msg)
 }
 
 var errNotRunning = errors.New("the runtime is not running")

@@ -35,7 +35,10 @@ type Deployer struct {
 	mu      sync.Mutex
 	journal *journal.Journal
 	node    stackfile.Node
-	send    func(msg any) // to the root; nil while the tree is down
+	// key seals secret env values in the journal and binds revisions and
+	// declaration digests to the node (SEC-2).
+	key  stackfile.NodeKey
+	send func(msg any) // to the root; nil while the tree is down
 	// observe, when set, is told how long each synced intent write took.
 	observe func(time.Duration)
 	// announce records an event durably (override.set, override.dropped);
@@ -47,9 +50,11 @@ type Deployer struct {
 	shown atomic.Pointer[map[string]map[string][]messages.Override]
 }
 
-// NewDeployer returns a deployer over j; node validates new definitions.
-func NewDeployer(j *journal.Journal, node stackfile.Node) *Deployer {
-	return &Deployer{journal: j, node: node, now: time.Now}
+// NewDeployer returns a deployer over j; node validates new definitions;
+// key is the node key (runtime/nodekey) that keeps secret env values
+// sealed in the journal.
+func NewDeployer(j *journal.Journal, node stackfile.Node, key stackfile.NodeKey) *Deployer {
+	return &Deployer{journal: j, node: node, key: key, now: time.Now}
 }
 
 // Attach connects the deployer to a running tree (nil detaches).
@@ -104,6 +109,12 @@ type Applied struct {
 func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) (Applied, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Revisions and the declaration's digest hash the node key's digest
+	// of each secret, as the definitions read back from the journal do
+	// (SEC-2).
+	if err := st.BindSecrets(d.key); err != nil {
+		return Applied{}, fmt.Errorf("stack %s: %w", st.Name, err)
+	}
 	cur, found, err := d.current(st.Name)
 	if err != nil {
 		return Applied{}, err
@@ -111,13 +122,13 @@ func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string
 	if found && cur.Current.Source == SourceRemove {
 		return Applied{}, fmt.Errorf("stack %s: %w; apply again once it is gone", st.Name, ErrRemoving)
 	}
-	digest, err := digestOf(st)
+	digest, err := digestOf(st, d.key)
 	if err != nil {
 		return Applied{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
 	var raw *stackfile.Stack
 	if found {
-		if raw, err = stackfile.Unmarshal(cur.Current.Definition); err != nil {
+		if raw, err = stackfile.Unmarshal(cur.Current.Definition, d.key); err != nil {
 			return Applied{}, fmt.Errorf("stack %s: reading the current deployment: %w", st.Name, err)
 		}
 	}
@@ -170,7 +181,7 @@ func (d *Deployer) keptNotes(overrides []journal.Override) []string {
 // newDeployment is st as a new deployment; a service whose definition did
 // not change keeps a redeploy's revision suffix.
 func (d *Deployer) newDeployment(st *stackfile.Stack, cur journal.StackState, found bool, source string) (journal.Deployment, error) {
-	def, err := stackfile.Marshal(st)
+	def, err := stackfile.Marshal(st, d.key)
 	if err != nil {
 		return journal.Deployment{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
@@ -224,17 +235,19 @@ func baseRevision(rev string) string {
 }
 
 // recordDeployment records st as the stack's new deployment, keeping its
-// declaration and overrides, and tells the tree.
-func (d *Deployer) recordDeployment(st *stackfile.Stack, revs map[string]string, source string) error {
-	def, err := stackfile.Marshal(st)
+// declaration and overrides, and tells the tree. It returns the state it
+// recorded.
+func (d *Deployer) recordDeployment(st *stackfile.Stack, revs map[string]string, source string) (journal.StackState, error) {
+	def, err := stackfile.Marshal(st, d.key)
 	if err != nil {
-		return fmt.Errorf("stack %s: %w", st.Name, err)
+		return journal.StackState{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
 	dep := journal.Deployment{Definition: def, Revisions: revs, Source: source}
-	if _, err := d.write(st.Name, journal.StackChange{Deploy: &dep}); err != nil {
-		return fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
+	state, err := d.write(st.Name, journal.StackChange{Deploy: &dep})
+	if err != nil {
+		return state, fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
 	}
-	return d.tellCurrent(st.Name)
+	return state, d.tellCurrent(st.Name)
 }
 
 // write performs one synced change of the stack's desired state (REL-3).
@@ -271,26 +284,85 @@ func (d *Deployer) record(ev messages.Event) {
 	}
 }
 
+// Changed is what a remove, rollback or redeploy did: the deployment it
+// recorded and the changes service by service, as a plan shows them.
+type Changed struct {
+	Deployment uint64
+	Changes    []stackfile.Change
+	// Already is set when the request was in effect before (a stack
+	// already being removed); nothing new was recorded.
+	Already bool
+}
+
+// planDeployments compares two recorded deployments as they run: each
+// with its stack's overrides (SVC-23). Revisions come from the journal, so
+// a redeploy (same definition, new revision suffix) shows as an update; to
+// nil is a removal of every service.
+func planDeployments(key stackfile.NodeKey, from journal.Deployment, fromOverrides []journal.Override, to *journal.Deployment, toOverrides []journal.Override) ([]stackfile.Change, error) {
+	fromDef, err := stackfile.Unmarshal(from.Definition, key)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %d: %w", from.ID, err)
+	}
+	var toDef *stackfile.Stack
+	var toRevs map[string]string
+	if to != nil {
+		if toDef, err = stackfile.Unmarshal(to.Definition, key); err != nil {
+			return nil, fmt.Errorf("deployment %d: %w", to.ID, err)
+		}
+		toRevs = to.Revisions
+	}
+	changes := stackfile.Plan(effective(fromDef, fromOverrides), effective(toDef, toOverrides))
+	for i, c := range changes {
+		if r := from.Revisions[c.Service]; r != "" && c.FromRevision != "" {
+			c.FromRevision = r
+		}
+		if r := toRevs[c.Service]; r != "" && c.ToRevision != "" {
+			c.ToRevision = r
+		}
+		if c.FromRevision != "" && c.ToRevision != "" && c.FromRevision != c.ToRevision && c.Action != stackfile.ActionUpdate {
+			c.Action = stackfile.ActionUpdate
+		}
+		changes[i] = c
+	}
+	return changes, nil
+}
+
+// changedTo is what moving from the state cur to the recorded state did.
+func changedTo(key stackfile.NodeKey, cur, state journal.StackState) (Changed, error) {
+	changes, err := planDeployments(key, cur.Current, cur.Overrides, &state.Current, state.Overrides)
+	if err != nil {
+		return Changed{Deployment: state.Current.ID}, fmt.Errorf("stack %s: %w", state.Stack, err)
+	}
+	return Changed{Deployment: state.Current.ID, Changes: changes}, nil
+}
+
 // Remove records that the stack is going and tells the tree; the journal
-// forgets it once its actors have retired everything (Forget).
-func (d *Deployer) Remove(stack string) error {
+// forgets it once its actors have retired everything (Forget). It returns
+// every service as a removal.
+func (d *Deployer) Remove(stack string) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, err := d.mustCurrent(stack)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
-	if cur.Current.Source != SourceRemove {
-		def, err := stackfile.Unmarshal(cur.Current.Definition)
+	out := Changed{Deployment: cur.Current.ID, Already: cur.Current.Source == SourceRemove}
+	if out.Changes, err = planDeployments(d.key, cur.Current, cur.Overrides, nil, nil); err != nil {
+		return out, fmt.Errorf("stack %s: %w", stack, err)
+	}
+	if !out.Already {
+		def, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
 		if err != nil {
-			return fmt.Errorf("stack %s: %w", stack, err)
+			return out, fmt.Errorf("stack %s: %w", stack, err)
 		}
-		if err := d.recordDeployment(def, cur.Current.Revisions, SourceRemove); err != nil {
-			return err
+		state, err := d.recordDeployment(def, cur.Current.Revisions, SourceRemove)
+		if err != nil {
+			return out, err
 		}
+		out.Deployment = state.Current.ID
 	}
 	d.tell(messages.RemoveStack{Stack: stack})
-	return nil
+	return out, nil
 }
 
 // Forget drops a removed stack from the journal once the tree is done.
@@ -362,14 +434,15 @@ func (d *Deployer) Scale(stack, service string, n int, by journal.Who) (Scaled, 
 }
 
 // Redeploy records a deployment that replaces every instance of service
-// although its definition is the same (SVC-17). The declaration and the
-// overrides stay.
-func (d *Deployer) Redeploy(stack, service string) error {
+// although its definition is the same (SVC-17). The declaration, the
+// overrides and the deployment's source (a listed file stays the file's)
+// stay.
+func (d *Deployer) Redeploy(stack, service string) (Changed, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, raw, err := d.currentService(stack, service)
 	if err != nil {
-		return err
+		return Changed{}, err
 	}
 	revs := map[string]string{}
 	for k, v := range cur.Current.Revisions {
@@ -380,7 +453,11 @@ func (d *Deployer) Redeploy(stack, service string) error {
 		n, _ = strconv.Atoi(revs[service][i+2:])
 	}
 	revs[service] = base + "-r" + strconv.Itoa(n+1)
-	return d.recordDeployment(raw, revs, cur.Current.Source)
+	state, err := d.recordDeployment(raw, revs, cur.Current.Source)
+	if err != nil {
+		return Changed{}, err
+	}
+	return changedTo(d.key, cur, state)
 }
 
 // currentService reads the stack's state and current definition, which
@@ -390,7 +467,7 @@ func (d *Deployer) currentService(stack, service string) (journal.StackState, *s
 	if err != nil {
 		return cur, nil, err
 	}
-	raw, err := stackfile.Unmarshal(cur.Current.Definition)
+	raw, err := stackfile.Unmarshal(cur.Current.Definition, d.key)
 	if err != nil {
 		return cur, nil, fmt.Errorf("stack %s: %w", stack, err)
 	}
@@ -400,10 +477,12 @@ func (d *Deployer) currentService(stack, service string) (journal.StackState, *s
 	return cur, raw, nil
 }
 
-// RolledBack is what a rollback did: the deployments, and the override
-// that keeps a reload from applying the stack file again (nil when the
-// stack is back on the file's own deployment).
+// RolledBack is what a rollback did: the deployments, the changes service
+// by service (Changed), and the override that keeps a reload from
+// applying the stack file again (nil when the stack is back on the file's
+// own deployment).
 type RolledBack struct {
+	Changed
 	From, To uint64
 	Override *journal.Override
 }
@@ -422,7 +501,7 @@ func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 	if cur.Previous == nil {
 		return RolledBack{}, fmt.Errorf("rollback %s: %w", stack, journal.ErrNoPrevious)
 	}
-	file, target, err := rollbackDigests(cur)
+	file, target, err := rollbackDigests(cur, d.key)
 	if err != nil {
 		return RolledBack{}, fmt.Errorf("rollback %s: %w", stack, err)
 	}
@@ -443,14 +522,17 @@ func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 		// Written before engenho kept declarations: the deployment rolled
 		// back from is the file's, and a scale during the rollback needs
 		// its counts.
-		if raw, err := stackfile.Unmarshal(cur.Current.Definition); err == nil {
+		if raw, err := stackfile.Unmarshal(cur.Current.Definition, d.key); err == nil {
 			decl := declarationOf(raw, file, cur.Current.Source, d.now())
 			change.Declared = &decl
 		}
 	}
-	if _, err := d.write(stack, change); err != nil {
+	state, err := d.write(stack, change)
+	if err != nil {
 		return out, fmt.Errorf("rollback %s: %w", stack, err)
 	}
+	var planErr error
+	out.Changed, planErr = changedTo(d.key, cur, state)
 	switch {
 	case out.Override != nil:
 		d.record(overrideEvent(messages.KindOverrideSet, *out.Override, d.now(), fmt.Sprintf(
@@ -459,24 +541,24 @@ func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 	case pinned:
 		d.record(droppedEvent(dropped{old, fmt.Sprintf("rolled back again by %s, to the stack file's deployment %d", by, out.To)}, d.now()))
 	}
-	return out, d.tellCurrent(stack)
+	return out, errors.Join(d.tellCurrent(stack), planErr)
 }
 
 // rollbackDigests: the stack file's declaration and the deployment a
 // rollback goes to.
-func rollbackDigests(cur journal.StackState) (file, target string, err error) {
-	raw, err := stackfile.Unmarshal(cur.Current.Definition)
+func rollbackDigests(cur journal.StackState, key stackfile.NodeKey) (file, target string, err error) {
+	raw, err := stackfile.Unmarshal(cur.Current.Definition, key)
 	if err != nil {
 		return "", "", err
 	}
-	if file, err = fileDigest(cur, raw); err != nil {
+	if file, err = fileDigest(cur, raw, key); err != nil {
 		return "", "", err
 	}
-	prev, err := stackfile.Unmarshal(cur.Previous.Definition)
+	prev, err := stackfile.Unmarshal(cur.Previous.Definition, key)
 	if err != nil {
 		return "", "", err
 	}
-	target, err = digestOf(prev)
+	target, err = digestOf(prev, key)
 	return file, target, err
 }
 
@@ -548,7 +630,7 @@ func (d *Deployer) mustLive(stack string) (journal.StackState, error) {
 
 // applyMessage turns a journal record into the tree's message.
 func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, error) {
-	cur, err := deployment(st.Current)
+	cur, err := d.deployment(st.Current)
 	if err != nil {
 		return messages.ApplyStack{}, err
 	}
@@ -556,7 +638,7 @@ func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, err
 	cur.Definition = *effective(&cur.Definition, st.Overrides)
 	m.Current = cur
 	if st.Previous != nil {
-		prev, err := deployment(*st.Previous)
+		prev, err := d.deployment(*st.Previous)
 		prev.Definition = *effective(&prev.Definition, st.Overrides)
 		if err != nil {
 			return m, err
@@ -575,8 +657,8 @@ func (d *Deployer) applyMessage(st journal.StackState) (messages.ApplyStack, err
 	return m, nil
 }
 
-func deployment(dep journal.Deployment) (messages.StackDeployment, error) {
-	st, err := stackfile.Unmarshal(dep.Definition)
+func (d *Deployer) deployment(dep journal.Deployment) (messages.StackDeployment, error) {
+	st, err := stackfile.Unmarshal(dep.Definition, d.key)
 	if err != nil {
 		return messages.StackDeployment{}, fmt.Errorf("deployment %d: %w", dep.ID, err)
 	}
@@ -636,7 +718,7 @@ func (d *Deployer) Stacks() ([]*stackfile.Stack, error) {
 	}
 	var out []*stackfile.Stack
 	for _, st := range states {
-		def, err := stackfile.Unmarshal(st.Current.Definition)
+		def, err := stackfile.Unmarshal(st.Current.Definition, d.key)
 		if err != nil {
 			return nil, fmt.Errorf("stack %s: %w", st.Stack, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/engenho/engenho/messages"
@@ -33,10 +34,14 @@ func (h *handler) running() (*runtime, error) {
 // notRunning says what the runtime is doing instead of running (with its
 // boot phase or drain step) and what brings it up.
 func notRunning(st lifecycle.State) string {
-	switch st.Name {
-	case lifecycle.Stopped, lifecycle.Failed:
+	switch {
+	case st.Name == lifecycle.Failed && st.LastError != nil && st.LastError.Class == lifecycle.CauseCorrupt:
+		return fmt.Sprintf("the runtime is %s: %v", st, st.LastError)
+	case st.Name == lifecycle.Failed && st.LastError != nil:
+		return fmt.Sprintf("the runtime is %s: %v; `engenho retry` boots it again", st, st.LastError)
+	case st.Name == lifecycle.Stopped, st.Name == lifecycle.Failed:
 		return fmt.Sprintf("the runtime is %s; `engenho start` boots it", st)
-	case lifecycle.Booting:
+	case st.Name == lifecycle.Booting:
 		return fmt.Sprintf("the runtime is %s; it answers once it runs", st)
 	}
 	return fmt.Sprintf("the runtime is %s", st)
@@ -140,7 +145,7 @@ func (h *handler) Why(_ context.Context, args control.WhyArgs) (control.WhyResul
 func (h *handler) Events(ctx context.Context, args control.EventsArgs, send func(messages.Event) error) (control.EventsResult, error) {
 	j, err := h.journal()
 	if err != nil {
-		return control.EventsResult{}, err
+		return h.memEvents(ctx, args, send)
 	}
 	since := args.Since
 	if args.Tail > 0 {
@@ -167,6 +172,39 @@ func (h *handler) Events(ctx context.Context, args control.EventsArgs, send func
 		case <-ctx.Done():
 			return control.EventsResult{Last: last}, nil
 		}
+	}
+}
+
+// memEvents answers events while the journal is closed: the daemon's own
+// events kept in memory (why the boot failed), so a daemon held on a
+// damaged journal still tells its story (REL-5). A follow ends when the
+// runtime comes up: the journal has the events from then on.
+func (h *handler) memEvents(ctx context.Context, args control.EventsArgs, send func(messages.Event) error) (control.EventsResult, error) {
+	since := args.Since
+	if last := h.d.mem.last(); args.Tail > 0 && last > uint64(args.Tail) {
+		since = max(since, last-uint64(args.Tail))
+	}
+	res := control.EventsResult{Last: since, Memory: true}
+	for {
+		evs, changed := h.d.mem.after(res.Last)
+		for _, ev := range evs {
+			if err := send(ev); err != nil {
+				return res, nil
+			}
+			res.Last = ev.Seq
+		}
+		if !args.Follow || h.d.rt.Load() != nil {
+			return res, nil
+		}
+		t := h.d.clk.NewTimer(time.Second) // the runtime may have come up
+		select {
+		case <-changed:
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return res, nil
+		}
+		t.Stop()
 	}
 }
 
@@ -221,9 +259,28 @@ func (h *handler) Exit(ctx context.Context) (control.LifecycleResult, error) {
 	return h.lifecycle(ctx, lifecycle.ExitRequested{Source: "operator"})
 }
 
+// Reconfigure reloads the config (DMN-16). While running it waits for the
+// reload and answers what it applied, or `invalid` with every error when
+// the config or a stack file it lists was refused (nothing changed then).
+// In other states the lifecycle decides (a failed boot retries, a boot in
+// progress marks its config stale) and the answer is the state.
 func (h *handler) Reconfigure(ctx context.Context) (control.ReconfigureResult, error) {
 	r, err := h.d.command(ctx, lifecycle.ReconfigureRequested{})
-	return control.ReconfigureResult{State: r.state}, err
+	res := control.ReconfigureResult{State: r.state}
+	if err != nil || r.reload == nil {
+		return res, err
+	}
+	select {
+	case out := <-r.reload:
+		if len(out.Rejected) > 0 {
+			return res, control.Errorf(control.CodeInvalid, "config rejected, the daemon keeps running on the config it has:\n  %s",
+				strings.Join(out.Rejected, "\n  "))
+		}
+		res.Reloaded, res.Applied, res.NeedsRestart = true, out.Applied, out.NeedsRestart
+		return res, nil
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
 }
 
 func (h *handler) RestartChild(_ context.Context, args control.RestartChildArgs) (control.RestartChildResult, error) {
@@ -263,7 +320,14 @@ func (h *handler) Reinit(ctx context.Context, args control.ReinitArgs) (control.
 	if err != nil {
 		return control.ReinitResult{}, err
 	}
-	return control.ReinitResult{What: args.What, Moved: []string{r.detail}}, nil
+	res := control.ReinitResult{What: args.What, Moved: []string{r.detail}}
+	if ri := r.reinit; ri != nil {
+		res.Salvaged, res.Lost, res.Notes = ri.Salvaged, ri.Lost, ri.Summary()
+	}
+	if r.state.Name == lifecycle.Failed {
+		res.Notes = append(res.Notes, "the daemon boots again now")
+	}
+	return res, nil
 }
 
 func (h *handler) Chaos(ctx context.Context, args control.ChaosArgs) (control.ChaosResult, error) {

@@ -6,33 +6,31 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/journal"
 )
 
-// Apply parses every file first: one bad file refuses the whole request
-// and nothing changes (SVC-2). Then each stack is validated and recorded
-// (SVC-5); with Wait, progress streams until the changed services converge
-// or one fails.
+// Apply parses and validates every file first, and answers with every
+// problem of every file at once: one bad file refuses the whole request
+// and nothing changes (SVC-1, SVC-2). Then each stack is recorded (SVC-5);
+// with Wait, progress streams until the changed services converge or one
+// fails.
 func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress func(control.ApplyProgress) error) (control.ApplyResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ApplyResult{}, err
 	}
-	var stacks []*stackfile.Stack
-	for _, f := range args.Files {
-		st, err := stackfile.Parse(filepath.Base(f.Name), []byte(f.Content))
-		if err != nil {
-			return control.ApplyResult{}, control.Errorf(control.CodeInvalid, "%v", err)
-		}
-		stacks = append(stacks, st)
+	stacks, err := vetFiles(ctx, rt, args.Files)
+	if err != nil {
+		return control.ApplyResult{}, err
 	}
 	res := control.ApplyResult{DryRun: args.DryRun}
 	since := rt.journal.LastSeq()
@@ -50,12 +48,15 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 		}
 	}
 	for i, st := range stacks {
+		before, _, _ := rt.journal.Stack(st.Name)
 		applied, err := rt.deployer.Apply(ctx, st, sources[i], args.DryRun)
 		if err != nil {
 			return res, errCode(err)
 		}
 		plan := control.StackPlan{Stack: st.Name, Changes: applied.Changes, Notes: append(notes[i], applied.Notes...)}
-		if cur, ok, _ := rt.journal.Stack(st.Name); ok && !args.DryRun {
+		// Deployment is the one the changes roll out on; an apply that
+		// changes nothing and records nothing has none to wait for.
+		if cur, ok, _ := rt.journal.Stack(st.Name); ok && !args.DryRun && (!unchanged(applied.Changes) || cur.Current.ID != before.Current.ID) {
 			plan.Deployment = fmt.Sprint(cur.Current.ID)
 		}
 		res.Stacks = append(res.Stacks, plan)
@@ -63,81 +64,182 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	if !args.Wait || args.DryRun {
 		return res, nil
 	}
+	if nothingRecorded(res.Stacks) {
+		res.Outcome = control.OutcomeConverged // nothing to roll out
+		return res, nil
+	}
 	if err := progress(control.ApplyProgress{Planned: res.Stacks}); err != nil {
 		return res, nil
 	}
-	return h.waitConverged(ctx, rt, res, since, progress)
+	return h.waitRollout(ctx, rt, res, since, monitorsOf(stacks), progress)
 }
 
-// waitConverged follows the changed services until every one converges or
-// one pauses, rolls back or fails (SVC-5).
-func (h *handler) waitConverged(ctx context.Context, rt *runtime, res control.ApplyResult, since uint64, progress func(control.ApplyProgress) error) (control.ApplyResult, error) {
-	type key struct{ stack, service string }
-	watch := map[key]bool{}
-	for _, p := range res.Stacks {
-		for _, c := range p.Changes {
-			if c.Action != stackfile.ActionUnchanged && c.Action != stackfile.ActionRemove {
-				watch[key{p.Stack, c.Service}] = true
-			}
+// vetFiles parses every file and validates every stack against the node
+// and against the others, collecting every problem before anything is
+// recorded. A file that does not parse still has its well-formed services
+// checked against the node (stackfile.ValidateRest).
+func vetFiles(ctx context.Context, rt *runtime, files []control.ApplyFile) ([]*stackfile.Stack, error) {
+	var (
+		stacks []*stackfile.Stack
+		errs   []error
+	)
+	for _, f := range files {
+		st, err := stackfile.Parse(f.Name, []byte(f.Content))
+		if err != nil {
+			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
+			continue
+		}
+		stacks = append(stacks, st)
+	}
+	for _, st := range stacks {
+		if _, err := rt.deployer.Apply(ctx, st, "", true); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	seen := map[key]string{}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		done := true
-		for k := range watch {
-			svc, ok := rt.board.Service(k.stack, k.service)
-			if !ok {
-				done = false
-				continue
+	for _, ve := range together(stacks, errs) {
+		errs = append(errs, ve)
+	}
+	switch len(errs) {
+	case 0:
+		return stacks, nil
+	case 1:
+		return nil, errCode(errs[0])
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return nil, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
+}
+
+// monitorsOf gives each applied service's update_config.monitor.
+func monitorsOf(stacks []*stackfile.Stack) func(svcKey) time.Duration {
+	return func(k svcKey) time.Duration {
+		for _, st := range stacks {
+			if svc, ok := st.Services[k.service]; ok && st.Name == k.stack {
+				return svc.Deploy.UpdateConfig.Monitor
 			}
-			if sig := fmt.Sprint(svc.State, svc.Message, svc.Rollout); sig != seen[k] {
-				seen[k] = sig
-				s := svc
-				if err := progress(control.ApplyProgress{Service: &s}); err != nil {
+		}
+		return stackfile.DefaultMonitor
+	}
+}
+
+func nothingRecorded(plans []control.StackPlan) bool {
+	for _, p := range plans {
+		if p.Deployment != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// waitRollout follows the changed services through the journal's events
+// and the status board's change signal (no polling) until the one verdict
+// is known: failed as soon as one service failed, converged once all did
+// (SVC-5). Each event of a watched service and each snapshot that moved is
+// streamed as progress.
+func (h *handler) waitRollout(ctx context.Context, rt *runtime, res control.ApplyResult, since uint64, monitors func(svcKey) time.Duration,
+	progress func(control.ApplyProgress) error) (control.ApplyResult, error) {
+	w := newRolloutWatch(res.Stacks, monitors)
+	f := follower{w: w, sub: rt.journal.Subscribe(since), progress: progress, read: since}
+	defer f.sub.Close()
+	clk := h.d.clk
+	for {
+		changed := rt.board.Changed() // taken before reading, so no change is missed
+		now := clk.Now()
+		for _, k := range w.keys() {
+			svc, ok := rt.board.Service(k.stack, k.service)
+			if w.status(k, svc, ok, now) {
+				p := control.ApplyProgress{Service: &svc}
+				if until, held := w.holding(k); held {
+					p.Note = fmt.Sprintf("holding %s before the verdict (update_config.monitor)", until.Sub(now).Round(time.Millisecond))
+				}
+				if progress(p) != nil {
 					return res, nil
 				}
 			}
-			switch {
-			case svc.State == messages.ServicePaused || svc.State == messages.ServiceFailing || svc.State == messages.ServiceBackoff:
-				res.Outcome = control.OutcomeFailed
-				res.Failed = append(res.Failed, svc)
-				return res, nil
-			case svc.State != messages.ServiceConverged || svc.Deployment != deploymentOf(res, k.stack):
-				done = false
-			}
 		}
-		// A rollout that failed says so in the event log, also when it was
-		// rolled back and its service converged on the previous revision.
-		if failed := failedSince(rt, since, func(stack, service string) bool { return watch[key{stack, service}] }); len(failed) > 0 {
-			res.Outcome = control.OutcomeFailed
-			for _, k := range failed {
-				if svc, ok := rt.board.Service(k[0], k[1]); ok {
-					res.Failed = append(res.Failed, svc)
-				}
-			}
+		if outcome, done := w.outcome(); done {
+			f.catchUp(ctx, rt.journal)
+			res.Outcome = outcome
+			res.Verdicts, res.Failed = w.verdicts()
 			return res, nil
 		}
-		if done {
-			res.Outcome = control.OutcomeConverged
-			return res, nil
-		}
-		select {
-		case <-ctx.Done():
-			return res, nil
-		case <-tick.C:
+		look, stop := lookAgain(clk, w, now)
+		end, err := f.next(ctx, rt, look, changed)
+		stop()
+		if end {
+			return res, err
 		}
 	}
 }
 
-func deploymentOf(res control.ApplyResult, stack string) string {
-	for _, p := range res.Stacks {
-		if p.Stack == stack {
-			return p.Deployment
+// next waits for the next thing to look at: an event (taken), a board
+// change, the end of a monitor window. end is set when the wait must stop:
+// the client went away, or the runtime or its journal is going (err).
+func (f *follower) next(ctx context.Context, rt *runtime, look <-chan time.Time, changed <-chan struct{}) (end bool, err error) {
+	select {
+	case <-look:
+	case <-changed:
+	case ev, ok := <-f.sub.Events():
+		if !ok {
+			return true, control.Errorf(control.CodeUnavailable, "the journal closed while following the rollout: %v", f.sub.Err())
+		}
+		return !f.take(ev), nil
+	case <-rt.draining:
+		return true, control.Errorf(control.CodeUnavailable, "the runtime is stopping; the rollout goes on when it runs again (engenho status)")
+	case <-ctx.Done():
+		return true, nil
+	}
+	return false, nil
+}
+
+// lookAgain is a timer for the end of the first running monitor window
+// (nil: none runs), and its stop.
+func lookAgain(clk clock.Clock, w *rolloutWatch, now time.Time) (<-chan time.Time, func()) {
+	at, ok := w.nextLook()
+	if !ok {
+		return nil, func() {}
+	}
+	t := clk.NewTimer(at.Sub(now))
+	return t.C(), func() { t.Stop() }
+}
+
+// follower feeds a rollout watch the journal's events and streams those of
+// the watched services.
+type follower struct {
+	w        *rolloutWatch
+	sub      *journal.Subscription
+	progress func(control.ApplyProgress) error
+	read     uint64 // the last event taken
+}
+
+// take hands one event to the watch; false when the client went away.
+func (f *follower) take(ev messages.Event) bool {
+	f.read = ev.Seq
+	return !f.w.event(ev) || f.progress(control.ApplyProgress{Event: &ev}) == nil
+}
+
+// catchUp takes every event emitted before the verdict: a service's events
+// are queued before its snapshot is published, so the deploy.failed and
+// rollout.rolled_back behind a snapshot on the old deployment are read and
+// shown, and name the reason. Append with no events waits until the queued
+// ones are committed.
+func (f *follower) catchUp(ctx context.Context, j *journal.Journal) {
+	last, err := j.Append()
+	if err != nil {
+		return
+	}
+	for f.read < last {
+		select {
+		case ev, ok := <-f.sub.Events():
+			if !ok || !f.take(ev) {
+				return
+			}
+		case <-ctx.Done():
+			return
 		}
 	}
-	return ""
 }
 
 func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.ChangeResult, error) {
@@ -148,7 +250,18 @@ func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.Ch
 	if err := h.refuseRemoveListed(rt, args.Stack); err != nil {
 		return control.ChangeResult{Stack: args.Stack}, err
 	}
-	return control.ChangeResult{Stack: args.Stack}, errCode(rt.deployer.Remove(args.Stack))
+	ch, err := rt.deployer.Remove(args.Stack)
+	return changeResult(args.Stack, ch), errCode(err)
+}
+
+// changeResult answers remove, rollback and redeploy with what the
+// deployer did.
+func changeResult(stack string, ch Changed) control.ChangeResult {
+	res := control.ChangeResult{Stack: stack, Changes: ch.Changes, AlreadyRemoving: ch.Already}
+	if ch.Deployment != 0 {
+		res.Deployment = fmt.Sprint(ch.Deployment)
+	}
+	return res
 }
 
 func (h *handler) Scale(ctx context.Context, args control.ScaleArgs) (control.ScaleResult, error) {
@@ -175,7 +288,8 @@ func (h *handler) Rollback(ctx context.Context, args control.StackRef) (control.
 	if err != nil {
 		return control.ChangeResult{Stack: args.Stack}, errCode(err)
 	}
-	res := control.ChangeResult{Stack: args.Stack, Deployment: strconv.FormatUint(rb.To, 10)}
+	res := changeResult(args.Stack, rb.Changed)
+	res.Deployment = strconv.FormatUint(rb.To, 10)
 	if o := rb.Override; o != nil {
 		so := shown(messages.OverrideDeployment, o.Value, o.Replaced, *o)
 		res.Override = &so
@@ -192,7 +306,8 @@ func (h *handler) Redeploy(_ context.Context, args control.ServiceRef) (control.
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
-	return control.ChangeResult{Stack: args.Stack}, errCode(rt.deployer.Redeploy(args.Stack, args.Service))
+	ch, err := rt.deployer.Redeploy(args.Stack, args.Service)
+	return changeResult(args.Stack, ch), errCode(err)
 }
 
 func (h *handler) ServiceStop(ctx context.Context, args control.ServiceRef) (control.ServiceIntentResult, error) {
@@ -293,20 +408,4 @@ func streamLogs(ctx context.Context, drv drivers.Driver, r messages.ReplicaStatu
 			return control.Errorf(control.CodeUnavailable, "logs of %s: %v", r.Instance, err)
 		}
 	}
-}
-
-// failedSince lists the watched services with a deploy.failed event after
-// sequence number since.
-func failedSince(rt *runtime, since uint64, watched func(stack, service string) bool) [][2]string {
-	evs, err := rt.journal.EventsAfter(since, 10000)
-	if err != nil {
-		return nil
-	}
-	var out [][2]string
-	for _, ev := range evs {
-		if ev.Kind == messages.KindDeployFailed && watched(ev.Stack, ev.Service) {
-			out = append(out, [2]string{ev.Stack, ev.Service})
-		}
-	}
-	return out
 }

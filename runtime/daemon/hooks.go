@@ -29,6 +29,10 @@ type Hooks struct {
 	// AllowInjectPanic lets messages.InjectPanic make an actor panic
 	// (supervise.System.AllowInjectPanic).
 	AllowInjectPanic bool
+	// SkipJournalCheck, when set and true, opens the journal without its
+	// check: a bug the chaos self-test plants (ENGENHO_CHAOS_PLANT
+	// skip-journal-check) to prove the campaign notices.
+	SkipJournalCheck func() bool
 }
 
 // OpFunc answers one kind of the chaos op on the running daemon.
@@ -71,6 +75,11 @@ func (d *Daemon) wrapStore(s Settings, store objstore.Store, prefix string) objs
 		return store
 	}
 	return d.opts.Hooks.WrapStore(store, prefix)
+}
+
+// skipJournalCheck says whether a planted bug skips the journal check.
+func (d *Daemon) skipJournalCheck(s Settings) bool {
+	return d.chaosOn(s) && d.opts.Hooks.SkipJournalCheck != nil && d.opts.Hooks.SkipJournalCheck()
 }
 
 // allowInjectPanic says whether the tree's actors panic on

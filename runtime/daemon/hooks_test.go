@@ -1,4 +1,4 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/objstore"
+	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
+	"github.com/engenho/engenho/runtime/daemon"
 	"github.com/engenho/engenho/runtime/lifecycle"
 )
 
@@ -25,13 +27,14 @@ type fakeHooks struct {
 	mu      sync.Mutex
 	drivers []string
 	stores  []string
+	checks  int // SkipJournalCheck calls
 }
 
 type wrappedDriver struct{ drivers.Driver }
 type wrappedStore struct{ objstore.Store }
 
-func (f *fakeHooks) hooks() *Hooks {
-	return &Hooks{
+func (f *fakeHooks) hooks() *daemon.Hooks {
+	return &daemon.Hooks{
 		WrapDriver: func(d drivers.Driver) drivers.Driver {
 			f.mu.Lock()
 			f.drivers = append(f.drivers, d.Name())
@@ -45,8 +48,14 @@ func (f *fakeHooks) hooks() *Hooks {
 			return wrappedStore{s}
 		},
 		AllowInjectPanic: true,
-		Ops: map[string]OpFunc{
-			"echo": func(_ context.Context, rt Running, a control.ChaosArgs) (control.ChaosResult, error) {
+		SkipJournalCheck: func() bool {
+			f.mu.Lock()
+			f.checks++
+			f.mu.Unlock()
+			return false
+		},
+		Ops: map[string]daemon.OpFunc{
+			"echo": func(_ context.Context, rt daemon.Running, a control.ChaosArgs) (control.ChaosResult, error) {
 				_, wrapped := rt.Drivers["process"].(wrappedDriver)
 				_, root := rt.Tree.Get("root")
 				if !wrapped || !root {
@@ -54,19 +63,31 @@ func (f *fakeHooks) hooks() *Hooks {
 				}
 				return control.ChaosResult{Kind: a.Kind, Target: a.Target, Detail: "echo " + a.Params["say"]}, nil
 			},
+			"panic": func(_ context.Context, rt daemon.Running, a control.ChaosArgs) (control.ChaosResult, error) {
+				before, _ := rt.Tree.Get(a.Target)
+				rt.Deliver(a.Target, messages.InjectPanic{Reason: "test"})
+				deadline := time.Now().Add(30 * time.Second)
+				for time.Now().Before(deadline) {
+					if n, ok := rt.Tree.Get(a.Target); ok && n.Gen != before.Gen {
+						return control.ChaosResult{Kind: a.Kind, Target: a.Target, Detail: "restarted"}, nil
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				return control.ChaosResult{}, control.Errorf(control.CodeInvalid, "%s did not restart", a.Target)
+			},
 		},
 	}
 }
 
 // inProcess runs a daemon in this test process with hooks on config.
-func inProcess(t *testing.T, config string, hooks *Hooks) (*Daemon, string) {
+func inProcess(t *testing.T, config string, hooks *daemon.Hooks) (*daemon.Daemon, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "engenho.yaml")
 	if err := os.WriteFile(cfg, []byte("data_dir: data\nlog: {level: info}\n"+config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{ConfigPath: cfg, NoSignals: true, Hooks: hooks})
+	d, err := daemon.New(daemon.Options{ConfigPath: cfg, Bin: bin, NoSignals: true, Hooks: hooks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +117,15 @@ func inProcess(t *testing.T, config string, hooks *Hooks) (*Daemon, string) {
 // op's kinds through Hooks.Ops, with the running tree and drivers.
 func TestCHS2HooksWireFaultInjection(t *testing.T) {
 	f := &fakeHooks{}
-	d, sock := inProcess(t, "chaos: {enabled: true}\n", f.hooks())
+	_, sock := inProcess(t, "chaos: {enabled: true}\n", f.hooks())
 	f.mu.Lock()
-	gotDrivers, gotStores := append([]string(nil), f.drivers...), append([]string(nil), f.stores...)
+	gotDrivers, gotStores, checks := append([]string(nil), f.drivers...), append([]string(nil), f.stores...), f.checks
 	f.mu.Unlock()
 	if len(gotDrivers) != 1 || gotDrivers[0] != "process" || len(gotStores) != 1 || gotStores[0] != "engenho" {
 		t.Fatalf("wrapped drivers %v, stores %v", gotDrivers, gotStores)
 	}
-	if rt := d.rt.Load(); rt == nil || !rt.sys.AllowInjectPanic {
-		t.Fatal("the tree does not allow injected panics")
+	if checks != 1 {
+		t.Fatalf("SkipJournalCheck asked %d times in one boot, want 1", checks)
 	}
 	c, err := control.Dial(sock)
 	if err != nil {
@@ -115,25 +136,26 @@ func TestCHS2HooksWireFaultInjection(t *testing.T) {
 	if err != nil || res.Detail != "echo hi" || res.Target != "x" {
 		t.Fatalf("echo: %+v %v", res, err)
 	}
+	if res, err := c.Chaos(t.Context(), control.ChaosArgs{Kind: "panic", Target: "root/activator"}); err != nil || res.Detail != "restarted" {
+		t.Fatalf("an injected panic (AllowInjectPanic): %+v %v", res, err)
+	}
 	_, err = c.Chaos(t.Context(), control.ChaosArgs{Kind: "nope"})
 	var ce *control.Error
-	if !errors.As(err, &ce) || ce.Code != control.CodeInvalid || !strings.Contains(ce.Message, "want one of echo") {
+	if !errors.As(err, &ce) || ce.Code != control.CodeInvalid || !strings.Contains(ce.Message, "want one of echo, panic") {
 		t.Fatalf("unknown kind: %v", err)
 	}
 }
 
 // CHS-2: hooks alone do nothing: without chaos.enabled nothing is wrapped,
-// no actor panics on InjectPanic and the chaos op is refused.
+// no plant is asked and the chaos op is refused (and no actor panics on
+// InjectPanic: TestHookGates).
 func TestCHS2HooksNeedChaosEnabled(t *testing.T) {
 	f := &fakeHooks{}
-	d, sock := inProcess(t, "", f.hooks())
+	_, sock := inProcess(t, "", f.hooks())
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.drivers) != 0 || len(f.stores) != 0 {
-		t.Fatalf("wrapped without chaos.enabled: drivers %v, stores %v", f.drivers, f.stores)
-	}
-	if rt := d.rt.Load(); rt == nil || rt.sys.AllowInjectPanic {
-		t.Fatal("the tree allows injected panics without chaos.enabled")
+	if len(f.drivers) != 0 || len(f.stores) != 0 || f.checks != 0 {
+		t.Fatalf("hooks used without chaos.enabled: drivers %v, stores %v, journal check asked %d times", f.drivers, f.stores, f.checks)
 	}
 	c, err := control.Dial(sock)
 	if err != nil {

@@ -51,7 +51,7 @@ func (h *handler) checkApplyListed(rt *runtime, st *stackfile.Stack, dryRun bool
 	onDisk, err := stackfile.ParseFile(path)
 	if err != nil {
 		why = fmt.Sprintf("(it does not load now: %v)", err)
-	} else if same, err := sameDeclaration(onDisk, st); err != nil || !same {
+	} else if same, err := sameDeclaration(onDisk, st, rt.deployer.key); err != nil || !same {
 		why = "(this definition is not what the file holds)"
 	}
 	if why == "" {
@@ -65,11 +65,11 @@ func (h *handler) checkApplyListed(rt *runtime, st *stackfile.Stack, dryRun bool
 	return "", "", control.Errorf(control.CodeRefused, "%s", msg)
 }
 
-func sameDeclaration(a, b *stackfile.Stack) (bool, error) {
-	da, err := digestOf(a)
+func sameDeclaration(a, b *stackfile.Stack, key stackfile.NodeKey) (bool, error) {
+	da, err := digestOf(a, key)
 	if err != nil {
 		return false, err
 	}
-	db, err := digestOf(b)
+	db, err := digestOf(b, key)
 	return da == db, err
 }

@@ -16,6 +16,7 @@ type node struct {
 	d       *Daemon
 	drivers map[string]drivers.Driver
 	journal *journal.Journal
+	key     stackfile.NodeKey
 }
 
 func (n *node) Driver(name string) (drivers.Driver, bool) {
@@ -30,7 +31,7 @@ func (n *node) deployed(fn func(stack string, svc stackfile.Service) bool) {
 		return
 	}
 	for _, st := range states {
-		def, err := stackfile.Unmarshal(st.Current.Definition)
+		def, err := stackfile.Unmarshal(st.Current.Definition, n.key)
 		if err != nil {
 			continue
 		}

@@ -20,11 +20,14 @@ import (
 // These functions are the rule's pure core; the Deployer performs it.
 
 // digestOf identifies a stack's declaration: a hash of its canonical
-// definition, wherever it was read from (Source is left out).
-func digestOf(st *stackfile.Stack) (string, error) {
+// definition, wherever it was read from (Source is left out). A secret
+// goes in as the node key's digest of it (stackfile.Canonical): the
+// digest is the same at every reload of an unchanged file, changes when
+// the secret does, and cannot be used to test guesses of it (SEC-2).
+func digestOf(st *stackfile.Stack, key stackfile.NodeKey) (string, error) {
 	c := st.Clone()
 	c.Source = ""
-	b, err := stackfile.Marshal(c)
+	b, err := stackfile.Canonical(c, key)
 	if err != nil {
 		return "", err
 	}
@@ -44,11 +47,11 @@ func declarationOf(st *stackfile.Stack, digest, source string, at time.Time) jou
 // fileDigest is the digest of the stack file's declaration: the one
 // recorded, or, for a record written before engenho kept it, the current
 // deployment's.
-func fileDigest(cur journal.StackState, raw *stackfile.Stack) (string, error) {
+func fileDigest(cur journal.StackState, raw *stackfile.Stack, key stackfile.NodeKey) (string, error) {
 	if cur.Declared != nil && cur.Declared.Digest != "" {
 		return cur.Declared.Digest, nil
 	}
-	return digestOf(raw)
+	return digestOf(raw, key)
 }
 
 // fileReplicas is the replica count the stack file declares for service.

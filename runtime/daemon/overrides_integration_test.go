@@ -140,7 +140,8 @@ func TestSVC23RollbackSurvivesReloadAndRestart(t *testing.T) {
 	})
 
 	out := n.mustCLI("rollback", "rb")
-	if !strings.Contains(out, "rolling back stack rb (deployment 1)") || !strings.Contains(out, "until the stack file changes") {
+	if !strings.Contains(out, "rolling back stack rb to deployment 1:") || !strings.Contains(out, "\nweb      update ") ||
+		!strings.Contains(out, "until the stack file changes") {
 		t.Fatalf("rollback said %q", out)
 	}
 	back := func(after string) {

@@ -14,7 +14,17 @@ import (
 	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/journal"
+	"github.com/engenho/engenho/runtime/nodekey"
 )
+
+// testKey is the node key of the deployers under test (SEC-2).
+var testKey = func() *nodekey.Key {
+	k, err := nodekey.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // testNode validates stacks against the fake driver only.
 type testNode struct{ drv drivers.Driver }
@@ -47,7 +57,7 @@ func newRig(t *testing.T, dir string) *deployerRig {
 		t.Fatal(err)
 	}
 	r := &deployerRig{t: t, dir: dir, j: j, told: map[string]messages.ApplyStack{}}
-	r.d = NewDeployer(j, testNode{fake.New(fake.Options{})})
+	r.d = NewDeployer(j, testNode{fake.New(fake.Options{})}, testKey)
 	r.d.now = func() time.Time { return rigNow }
 	r.d.announce = func(ev messages.Event) {
 		r.mu.Lock()
@@ -256,7 +266,7 @@ func TestSVC23ScaleBackToTheFileDropsTheOverride(t *testing.T) {
 		t.Fatalf("scale of an unknown service: %v", err)
 	}
 	// A stack being removed takes no override: it would come back.
-	if err := r.d.Remove("web"); err != nil {
+	if _, err := r.d.Remove("web"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.d.Scale("web", "api", 4, rootUser); !errors.Is(err, ErrRemoving) {
@@ -373,18 +383,18 @@ func TestSVC23DigestIgnoresTheSourceAndSurvivesTheJournal(t *testing.T) {
 	a, _ := stackfile.Parse("a.yaml", []byte(ovStack(3, "v1")))
 	b, _ := stackfile.Parse("elsewhere/b.yml", []byte(ovStack(3, "v1")))
 	c, _ := stackfile.Parse("a.yaml", []byte(ovStack(3, "v2")))
-	da, _ := digestOf(a)
-	db, _ := digestOf(b)
-	dc, _ := digestOf(c)
-	raw, err := stackfile.Marshal(a)
+	da, _ := digestOf(a, testKey)
+	db, _ := digestOf(b, testKey)
+	dc, _ := digestOf(c, testKey)
+	raw, err := stackfile.Marshal(a, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := stackfile.Unmarshal(raw)
+	back, err := stackfile.Unmarshal(raw, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dback, _ := digestOf(back)
+	dback, _ := digestOf(back, testKey)
 	if da != db || da != dback || da == dc || !strings.HasPrefix(da, "sha256:") {
 		t.Fatalf("digests: %s %s %s %s", da, db, dback, dc)
 	}
@@ -398,7 +408,7 @@ func TestSVC23JournalFromAnOlderVersion(t *testing.T) {
 	r := newRig(t, t.TempDir())
 	for _, v := range []string{"v1", "v2"} {
 		st, _ := stackfile.Parse("web.yaml", []byte(ovStack(3, v)))
-		def, _ := stackfile.Marshal(st)
+		def, _ := stackfile.Marshal(st, testKey)
 		revs := map[string]string{}
 		for name, svc := range st.Services {
 			revs[name] = svc.Revision()
@@ -450,7 +460,7 @@ func newRigB(b *testing.B) *Deployer {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = j.Close() })
-	d := NewDeployer(j, testNode{fake.New(fake.Options{})})
+	d := NewDeployer(j, testNode{fake.New(fake.Options{})}, testKey)
 	d.announce = func(ev messages.Event) {
 		if _, err := j.Append(ev); err != nil {
 			b.Fatal(err)

@@ -113,6 +113,14 @@ func TestSVC13BadRevisionZeroFailedRequests(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("apply --wait of a bad revision exited 0:\n%s", out)
 	}
+	// SVC-5: one verdict, from the events: the rollback that follows the
+	// failure is shown as progress, and the service converging on the old
+	// revision does not turn the verdict into "converged".
+	verdict := out[strings.Index(out, "rollout failed:"):]
+	if !strings.Contains(out, "rollout failed:") || !strings.Contains(verdict, "served/web: deploy.failed: revision") ||
+		strings.Contains(verdict, "\nconverged") || !strings.Contains(out, "rollout.rolled_back") {
+		t.Errorf("apply --wait of a bad revision:\n%s", out)
+	}
 	n.eventually("rolled back and converged", 3*time.Minute, func() bool {
 		return converged(n.service("served", "web")) && strings.Contains(n.mustCLI("events"), "rollout.rolled_back")
 	})
@@ -175,5 +183,39 @@ services:
 	}
 	if out := n.mustCLI("logs", "bad/crash"); !strings.Contains(out, "cannot open /etc/app.conf") {
 		t.Fatalf("logs:\n%s", out)
+	}
+}
+
+// SVC-5, SVC-19: apply --wait follows a create slot by slot to one
+// verdict and exits 0; a service that keeps crashing ends it with
+// "rollout failed:" naming the service and its state, exit 1; an apply
+// that changes nothing says so at once.
+func TestSVC5ApplyWaitVerdicts(t *testing.T) {
+	n := newNode(t)
+	n.start("running")
+	good := n.writeFile("good.yaml", `name: good
+services:
+  idle:
+    command: ["/bin/sh", "-c", "exec sleep 100000"]
+    deploy: {replicas: 2}
+    stop_grace_period: 1s
+`)
+	out := n.mustCLI("apply", good, "--wait")
+	if !strings.Contains(out, "good/idle  converged  2/2 healthy  slot 1 serving, 2 serving") || !strings.HasSuffix(out, "\nconverged\n") {
+		t.Errorf("good create:\n%s", out)
+	}
+	if out := n.mustCLI("apply", good, "--wait"); !strings.Contains(out, "nothing to roll out") || strings.Contains(out, "recorded") {
+		t.Errorf("apply of the same file:\n%s", out)
+	}
+	out, code := n.cli("apply", n.writeFile("crash.yaml", `name: crash
+services:
+  loop:
+    command: ["/bin/sh", "-c", "sleep 0.2; exit 1"]
+`), "--wait")
+	// failing (restarting at once) or backoff (waiting for its next
+	// attempt), whichever the wait saw first: both fail it (SVC-19).
+	failed := strings.Contains(out, "rollout failed:\n  crash/loop: failing") || strings.Contains(out, "rollout failed:\n  crash/loop: backoff")
+	if code != 1 || !failed || strings.Contains(out, "\nconverged") || !strings.Contains(out, "engenho: rollout failed: crash/loop") {
+		t.Errorf("crashing create: exit %d\n%s", code, out)
 	}
 }

@@ -14,6 +14,7 @@ type Settings struct {
 	NodeName   string
 	DataDir    string
 	LogLevel   zerolog.Level
+	LogFormat  string   // auto, json or console (DMN-17)
 	StackFiles []string // resolved paths, sorted
 
 	ControlGroup       string
@@ -68,6 +69,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		DataDir:            "/var/lib/engenho",
 		LogLevel:           zerolog.InfoLevel,
+		LogFormat:          "auto",
 		ControlIdleTimeout: 5 * time.Minute,
 		ControlMaxRequest:  1 << 20,
 		Process:            ProcessSettings{Enabled: true},
@@ -85,6 +87,9 @@ func DefaultSettings() Settings {
 func SettingsFrom(c *daemonconfig.Config) Settings {
 	s := DefaultSettings()
 	s.NodeName, s.DataDir, s.LogLevel, s.StackFiles = c.Node.Name, c.DataDir, c.Log.ZerologLevel(), c.StackFiles
+	if c.Log.Format != "" {
+		s.LogFormat = c.Log.Format
+	}
 	s.ControlGroup, s.ControlIdleTimeout, s.ControlMaxRequest = c.Control.Group, c.Control.IdleTimeout, int(c.Control.MaxRequest)
 	p := c.Drivers.Process
 	s.Process = ProcessSettings{Enabled: p.Enabled, LogMaxBytes: int64(p.LogMaxBytes), LogFiles: p.LogFiles}

@@ -17,7 +17,8 @@ var ErrNotAtticable = errors.New("not a name reinit can move aside")
 // atticable maps each name reinit may move aside to its path under DATA.
 // This fixed list is the only way a reinit name reaches a path (SEC-3).
 var atticable = map[string]string{
-	"journal": "journal",
+	"journal":  "journal",
+	"identity": "control/" + identityName,
 }
 
 // Atticable lists the names MoveToAttic accepts, sorted.

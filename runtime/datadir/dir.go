@@ -85,6 +85,10 @@ func (d *Dir) Logs() string { return filepath.Join(d.root, "logs") }
 // Hosts is DATA/hosts.
 func (d *Dir) Hosts() string { return filepath.Join(d.root, "hosts") }
 
+// NodeKeyPath is DATA/node.key, the node key that seals secret env
+// values at rest (runtime/nodekey, SEC-2).
+func (d *Dir) NodeKeyPath() string { return filepath.Join(d.root, "node.key") }
+
 // Attic is DATA/attic.
 func (d *Dir) Attic() string { return filepath.Join(d.root, "attic") }
 

@@ -7,6 +7,8 @@
 //	    run.json        run marker: live (pid, phase, started_at) or released (DMN-3)
 //	    hold            hold marker written by stop --hold (DMN-4)
 //	    engenho.sock    control socket (DMN-11)
+//	  node.key          0600, the node key: secret env values at rest are
+//	                    sealed with it (runtime/nodekey, SEC-2)
 //	  journal/          badger journal (DMN-10)
 //	  instances/        per-instance files of the process driver
 //	  logs/             workload logs

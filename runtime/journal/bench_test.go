@@ -1,9 +1,15 @@
 package journal
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/messages"
 )
 
 // PERF-6: a synced intent write, p50 target <= 2ms.
@@ -63,4 +69,31 @@ func TestPrintPerfTable(t *testing.T) {
 	table, err := MeasurePerf(dir)
 	noErr(t, err)
 	t.Log("\n" + table.String())
+}
+
+// BenchmarkREL5Check measures the check a daemon runs before it opens its
+// journal (REL-5): a child process of the test binary checks a journal of
+// the default size holding 100,000 events (the default retention) and 50
+// stacks, closed cleanly. Reports ms per check.
+func BenchmarkREL5Check(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "journal")
+	j, err := Open(Options{Dir: dir, NoSync: true})
+	noErr(b, err)
+	for i := range 50 {
+		_, err := j.RecordDeployment(fmt.Sprintf("s%d", i), Deployment{Definition: json.RawMessage(`{"services":{}}`), Source: "socket"})
+		noErr(b, err)
+	}
+	for range DefaultMaxEvents {
+		noErr(b, j.Emit(messages.Event{Kind: "bench.fill", Message: strings.Repeat("m", 120)}))
+	}
+	_, err = j.Append()
+	noErr(b, err)
+	noErr(b, j.Close())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := checkInChild(b, dir, false)
+		noErr(b, err)
+		b.ReportMetric(float64(out.Took.Milliseconds()), "ms/check")
+		b.ReportMetric(float64(out.Report.Records), "records")
+	}
 }

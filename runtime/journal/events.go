@@ -371,7 +371,7 @@ func (j *Journal) EventsAfter(after uint64, limit int) ([]messages.Event, error)
 			}
 			var ev messages.Event
 			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
-				return fmt.Errorf("decode event %d: %w", seq, err)
+				return decodeError(it.Item().KeyCopy(nil), err)
 			}
 			ev.Seq = seq
 			out = append(out, ev)

@@ -70,3 +70,42 @@ func (j *Journal) ClearIdentity() (old Identity, found bool, err error) {
 	}
 	return old, found, nil
 }
+
+// IdentityMismatchError: the journal holds another node's identity than
+// the one the data directory keeps beside it (DATA/control/identity.json).
+type IdentityMismatchError struct {
+	Journal, Kept Identity
+}
+
+func (e *IdentityMismatchError) Error() string {
+	return fmt.Sprintf("the journal belongs to node %s (%s), the data directory to node %s (%s)",
+		e.Journal.Name, e.Journal.ID, e.Kept.Name, e.Kept.ID)
+}
+
+// AdoptIdentity makes want the journal's identity when it has none (a
+// journal made new by `reinit journal` keeps the node's identity, DMN-5);
+// a recorded identity must be want, else *IdentityMismatchError. Synced.
+func (j *Journal) AdoptIdentity(want Identity) (adopted bool, err error) {
+	if want.Name == "" || want.ID == "" {
+		return false, invalid("identity", "name and id are required")
+	}
+	err = j.update(func(txn *badger.Txn) error {
+		var cur Identity
+		found, err := getJSON(txn, []byte(KeyIdentity), &cur)
+		if err != nil {
+			return err
+		}
+		if found {
+			if cur.ID != want.ID {
+				return &IdentityMismatchError{Journal: cur, Kept: want}
+			}
+			return nil
+		}
+		adopted = true
+		return setJSON(txn, []byte(KeyIdentity), want)
+	})
+	if err != nil {
+		return false, fmt.Errorf("journal: identity: %w", err)
+	}
+	return adopted, nil
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
@@ -51,6 +52,11 @@ type Options struct {
 	// GCDiscardRatio is the share of stale data a value-log file needs
 	// before GC rewrites it (default 0.5).
 	GCDiscardRatio float64
+
+	// Previous, when set, is how the previous process left the journal, as
+	// ReadPreviousClose saw it before a Check opened and closed it (which
+	// leaves it closed cleanly).
+	Previous *PreviousClose
 
 	// small shrinks badger's memtable and value-log files, for tests that
 	// open many journals.
@@ -146,6 +152,9 @@ func Open(opts Options) (*Journal, error) {
 		return nil, err
 	}
 	prev := previousClose(opts.Dir)
+	if opts.Previous != nil {
+		prev = *opts.Previous
+	}
 	bo := badgerOptions(opts)
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -191,7 +200,12 @@ func badgerOptions(o Options) badger.Options {
 		WithValueLogFileSize(64 << 20).
 		// Events and intents stay in the LSM tree; large rendered
 		// definitions go to the value log, which GC reclaims.
-		WithValueThreshold(32 << 10)
+		WithValueThreshold(32 << 10).
+		// Damage found while running is an error, not garbage: every
+		// block read from disk and every value read from the value log
+		// is checked against its checksum.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true)
 	if o.small {
 		bo = bo.WithMemTableSize(2 << 20).WithValueLogFileSize(2 << 20).WithBlockCacheSize(1 << 20)
 	}
@@ -276,6 +290,10 @@ func lockPID(dir string) int {
 	return pid
 }
 
+// ReadPreviousClose says how the previous process left the journal in
+// dir, without opening it.
+func ReadPreviousClose(dir string) PreviousClose { return previousClose(dir) }
+
 // previousClose: badger deletes its pid file (LOCK) on a clean close, so a
 // pid file found before opening means the previous holder died.
 func previousClose(dir string) PreviousClose {
@@ -322,7 +340,7 @@ func getJSON(txn *badger.Txn, key []byte, v any) (found bool, err error) {
 	}
 	err = item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
 	if err != nil {
-		return false, fmt.Errorf("decode %s: %w", key, err)
+		return false, decodeError(key, err)
 	}
 	return true, nil
 }
@@ -357,7 +375,7 @@ func listJSON[T any](j *Journal, prefix string) ([]T, error) {
 		return eachJSON(txn, prefix, func(key, val []byte) error {
 			var v T
 			if err := json.Unmarshal(val, &v); err != nil {
-				return fmt.Errorf("decode %s: %w", key, err)
+				return decodeError(key, err)
 			}
 			out = append(out, v)
 			return nil

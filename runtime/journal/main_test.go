@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -17,7 +18,22 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		os.Exit(crashChild(dir))
 	}
-	goleak.VerifyTestMain(m)
+	if dir := os.Getenv(checkChildEnv); dir != "" {
+		args := []string{dir}
+		if os.Getenv(checkSalvageEnv) == "1" {
+			args = append([]string{"--salvage"}, args...)
+		}
+		os.Exit(CheckMain(args, os.Stdout, os.Stderr))
+	}
+	code := m.Run()
+	removeFixtures()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)

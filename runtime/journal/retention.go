@@ -95,7 +95,7 @@ func olderThan(item *badger.Item, cutMs int64) (bool, error) {
 		UnixMs int64 `json:"unix_ms"`
 	}
 	if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &v) }); err != nil {
-		return false, fmt.Errorf("decode %s: %w", item.Key(), err)
+		return false, decodeError(item.Key(), err)
 	}
 	return v.UnixMs < cutMs, nil
 }

@@ -24,7 +24,7 @@ type HoldPresent struct{}
 type PhaseDone struct{ Phase Phase }
 
 // PhaseFailed reports that a boot phase failed. Class is CauseConfig or
-// CauseTransient (DMN-7).
+// CauseTransient (DMN-7), or CauseCorrupt from open_journal on (REL-5).
 type PhaseFailed struct {
 	Phase  Phase
 	Class  CauseClass
@@ -81,6 +81,11 @@ type ReinitRequested struct {
 	Epoch uint64
 }
 
+// ReinitDone reports that What was moved to the attic. In failed the
+// daemon boots at once on the new journal (or identity); in stopped it
+// stays stopped.
+type ReinitDone struct{ What string }
+
 func (BootRequested) isEvent()        {}
 func (HoldPresent) isEvent()          {}
 func (PhaseDone) isEvent()            {}
@@ -99,6 +104,7 @@ func (JournalReleased) isEvent()      {}
 func (JournalReleaseFailed) isEvent() {}
 func (RootGaveUp) isEvent()           {}
 func (ReinitRequested) isEvent()      {}
+func (ReinitDone) isEvent()           {}
 
 func (BootRequested) String() string    { return "boot" }
 func (HoldPresent) String() string      { return "hold_present" }
@@ -132,6 +138,8 @@ func (e RootGaveUp) String() string {
 func (e ReinitRequested) String() string {
 	return fmt.Sprintf("reinit(%s, epoch %d)", e.What, e.Epoch)
 }
+
+func (e ReinitDone) String() string { return "reinit_done(" + e.What + ")" }
 
 // FromSignal maps a process signal to its event (DMN-8): SIGTERM and SIGINT
 // exit, SIGHUP reconfigures. Other signals have no event.

@@ -118,6 +118,11 @@ const (
 	// CauseTransient: something may come back (a driver not reachable); the
 	// boot fails into backoff (DMN-7).
 	CauseTransient CauseClass = "transient"
+	// CauseCorrupt: the journal is damaged or cannot be written (REL-5).
+	// Retrying cannot repair it, so the boot fails into hold; the failure's
+	// reason names the damaged file and the command that recovers
+	// (`engenho reinit journal`, or `engenho retry` once it is writable).
+	CauseCorrupt CauseClass = "corrupt"
 	// CauseSupervision: the root supervisor gave up (SUP-8); handled like a
 	// transient cause.
 	CauseSupervision CauseClass = "supervision"
@@ -129,10 +134,22 @@ const (
 
 // retryFor is the retry mode a failure of class c leads to.
 func retryFor(c CauseClass) RetryMode {
-	if c == CauseConfig {
+	if c == CauseConfig || c == CauseCorrupt {
 		return RetryHold
 	}
 	return RetryBackoff
+}
+
+// classAllowed reports whether a boot phase can fail with class c: config
+// and transient anywhere, corrupt only once the journal is read.
+func classAllowed(p Phase, c CauseClass) bool {
+	switch c {
+	case CauseConfig, CauseTransient:
+		return true
+	case CauseCorrupt:
+		return opensSomething(p)
+	}
+	return false
 }
 
 // Failure is the last error the lifecycle saw.

@@ -64,8 +64,8 @@ func stepBooting(s State, e Event) (State, Effect, error) {
 		if e.Phase != s.Phase {
 			return refuse(s, e, fmt.Sprintf("the current phase is %s", s.Phase))
 		}
-		if e.Class != CauseConfig && e.Class != CauseTransient {
-			return refuse(s, e, fmt.Sprintf("cause class %q is not config or transient", e.Class))
+		if !classAllowed(e.Phase, e.Class) {
+			return refuse(s, e, fmt.Sprintf("phase %s cannot fail with cause class %q", e.Phase, e.Class))
 		}
 		return accept(phaseFailed(s, e))
 	case StopRequested:
@@ -250,6 +250,8 @@ func stepStopped(s State, e Event) (State, Effect, error) {
 		return accept(land(s, TargetExit))
 	case ReinitRequested:
 		return reinit(s, e)
+	case ReinitDone:
+		return s, None{}, nil
 	case RetryRequested:
 		return refuse(s, e, "stopped: use start")
 	case ConfigChanged, ReconfigureRequested:
@@ -277,6 +279,9 @@ func stepFailed(s State, e Event) (State, Effect, error) {
 		return accept(land(s, TargetExit))
 	case ReinitRequested:
 		return reinit(s, e)
+	case ReinitDone:
+		// What the boot failed on was moved aside: boot on the new one.
+		return accept(boot(s))
 	}
 	return doesNotApply(s, e)
 }

@@ -30,7 +30,7 @@ func drawEvent(t *rapid.T, s State) Event {
 	if rapid.IntRange(0, 3).Draw(t, "stale epoch") == 0 && epoch > 0 {
 		epoch--
 	}
-	class := rapid.SampledFrom([]CauseClass{CauseConfig, CauseTransient}).Draw(t, "class")
+	class := rapid.SampledFrom([]CauseClass{CauseConfig, CauseTransient, CauseCorrupt}).Draw(t, "class")
 	all := []Event{
 		BootRequested{}, HoldPresent{},
 		PhaseDone{Phase: phase}, PhaseDone{Phase: phase}, PhaseDone{Phase: phase}, PhaseDone{Phase: phase},
@@ -41,7 +41,7 @@ func drawEvent(t *rapid.T, s State) Event {
 		DrainDone{}, DrainDone{}, DrainFailed{Reason: "stuck"},
 		JournalReleased{}, JournalReleased{}, JournalReleaseFailed{Reason: "busy"},
 		RootGaveUp{Chain: []string{"root", "stack a"}},
-		ReinitRequested{What: "journal", Epoch: epoch},
+		ReinitRequested{What: "journal", Epoch: epoch}, ReinitDone{What: "journal"},
 	}
 	// exit ends a sequence; keep it rare so sequences are long.
 	if rapid.IntRange(0, 60).Draw(t, "exit?") == 0 {
@@ -58,7 +58,7 @@ func resultEvent(t *rapid.T, s State) (Event, bool) {
 	case s.Name == Booting && ok:
 		return PhaseDone{Phase: s.Phase}, true
 	case s.Name == Booting:
-		class := rapid.SampledFrom([]CauseClass{CauseConfig, CauseTransient, CauseTransient}).Draw(t, "class")
+		class := rapid.SampledFrom([]CauseClass{CauseConfig, CauseTransient, CauseTransient, CauseCorrupt}).Draw(t, "class")
 		return PhaseFailed{Phase: s.Phase, Class: class, Reason: "boom"}, true
 	case s.Name == Draining && s.DrainStep == DrainTree && ok:
 		return DrainDone{}, true
@@ -259,6 +259,46 @@ func TestConfigFailureHolds(t *testing.T) {
 		if err != nil || next.Name != Booting || eff != (RunPhase{Phase: PhaseResolveConfig, Attempt: 2}) {
 			t.Fatalf("%s: got %s, %s, %v", e, next, eff, err)
 		}
+	}
+}
+
+// REL-5, DMN-7: a damaged journal fails the boot into hold with class
+// corrupt, never a backoff timer; the operator's retry or a finished
+// `reinit journal` boots again, a timer never does. A phase that does not
+// read the journal cannot report it damaged.
+func TestREL5CorruptJournalHolds(t *testing.T) {
+	s := mustStep(t, mustStep(t, New(Config{}), BootRequested{}), PhaseDone{Phase: PhaseResolveConfig})
+	why := "the journal is damaged: journal /var/lib/engenho/journal/000002.sst: table is damaged; run `engenho reinit journal`"
+	s, eff, err := Step(s, PhaseFailed{Phase: PhaseOpenJournal, Class: CauseCorrupt, Reason: why})
+	if err != nil || eff != (StartDrain{Budget: 60 * time.Second}) {
+		t.Fatalf("got %s, %s, %v; want a drain of what the boot opened", s, eff, err)
+	}
+	s = mustStep(t, mustStep(t, s, DrainDone{}), JournalReleased{})
+	if s.Name != Failed || s.Retry != RetryHold || s.RetryDelay != 0 {
+		t.Fatalf("got %s, want failed/hold", s)
+	}
+	if s.LastError == nil || s.LastError.Class != CauseCorrupt || s.LastError.Error() != "open_journal: corrupt: "+why {
+		t.Fatalf("last error %v", s.LastError)
+	}
+	if _, _, err := Step(s, BackoffElapsed{Attempt: s.Attempt}); err == nil {
+		t.Fatal("a corrupt journal left on a timer")
+	}
+	if _, eff, err := Step(s, ReinitRequested{What: "journal", Epoch: s.Epoch}); err != nil || eff != (MoveToAttic{What: "journal"}) {
+		t.Fatalf("reinit while held: %s, %v", eff, err)
+	}
+	for _, e := range []Event{ReinitDone{What: "journal"}, RetryRequested{}} {
+		next, eff, err := Step(s, e)
+		if err != nil || next.Name != Booting || eff != (RunPhase{Phase: PhaseResolveConfig, Attempt: s.Attempt + 1}) {
+			t.Fatalf("%s: got %s, %s, %v", e, next, eff, err)
+		}
+	}
+	boot := mustStep(t, New(Config{}), BootRequested{})
+	if _, _, err := Step(boot, PhaseFailed{Phase: PhaseResolveConfig, Class: CauseCorrupt, Reason: "?"}); err == nil {
+		t.Fatal("resolve_config reported the journal damaged")
+	}
+	stopped := State{Name: Stopped, Config: s.Config}
+	if next, eff, err := Step(stopped, ReinitDone{What: "journal"}); err != nil || next.Name != Stopped || eff != (None{}) {
+		t.Fatalf("reinit done while stopped: %s, %s, %v", next, eff, err)
 	}
 }
 

@@ -79,7 +79,8 @@ func sampleEvents() []Event {
 	for _, p := range Phases {
 		evs = append(evs, PhaseDone{Phase: p},
 			PhaseFailed{Phase: p, Class: CauseConfig, Reason: "bad yaml"},
-			PhaseFailed{Phase: p, Class: CauseTransient, Reason: "driver down"})
+			PhaseFailed{Phase: p, Class: CauseTransient, Reason: "driver down"},
+			PhaseFailed{Phase: p, Class: CauseCorrupt, Reason: "000002.sst is damaged"})
 	}
 	return append(evs,
 		PhaseFailed{Phase: PhaseAdopt, Class: CauseDrain, Reason: "wrong class"},
@@ -90,6 +91,7 @@ func sampleEvents() []Event {
 		DrainDone{}, DrainFailed{Reason: "stuck"}, JournalReleased{}, JournalReleaseFailed{Reason: "busy"},
 		RootGaveUp{Chain: []string{"root", "stack web", "service api: 4 restarts in 5s"}},
 		ReinitRequested{What: "journal", Epoch: 3}, ReinitRequested{What: "journal", Epoch: 2},
+		ReinitDone{What: "journal"},
 	)
 }
 
@@ -130,13 +132,14 @@ func transitions() map[string]string {
 		add(from, "restart", "booting/resolve_config", boot3)
 		add(from, sigterm, "exiting"+h, "exit(0)") // exit keeps it for the relaunch
 		add(from, "reinit(journal, epoch 3)", from, "move_to_attic(journal)")
+		add(from, "reinit_done(journal)", from, "none")
 	}
 	add("stopped", "stop --hold", "stopped+hold", "none")
 
 	// failed
 	for _, mode := range []string{"backoff", "hold"} {
 		from := "failed/" + mode
-		for _, ev := range []string{"retry", "start", "restart", "config_changed", "reconfigure"} {
+		for _, ev := range []string{"retry", "start", "restart", "config_changed", "reconfigure", "reinit_done(journal)"} {
 			add(from, ev, "booting/resolve_config", boot3)
 		}
 		add(from, "stop", "stopped", "none")
@@ -284,7 +287,10 @@ func addBooting(add addFunc, p Phase, th pending, stale bool) {
 	}
 
 	// phase_failed of the current phase: a pending stop/restart/exit wins.
-	for _, class := range []CauseClass{CauseConfig, CauseTransient} {
+	for _, class := range []CauseClass{CauseConfig, CauseTransient, CauseCorrupt} {
+		if class == CauseCorrupt && p == PhaseResolveConfig {
+			continue // refused: resolve_config does not read the journal
+		}
 		to := th
 		if th.then == TargetNone || th.then == TargetFailed {
 			to = pending{then: TargetFailed, retry: retryFor(class)}

@@ -2,9 +2,11 @@ package logging
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,21 +14,95 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Logger is the daemon's logger with a level that can change while running.
+// Log formats (DMN-17): FormatAuto is console on a terminal, JSON lines
+// otherwise.
+const (
+	FormatAuto    = "auto"
+	FormatJSON    = "json"
+	FormatConsole = "console"
+)
+
+// ParseFormat checks a log format name: auto, json or console.
+func ParseFormat(s string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(s)); f {
+	case FormatAuto, FormatJSON, FormatConsole:
+		return f, nil
+	case "":
+		return FormatAuto, nil
+	}
+	return "", fmt.Errorf("log format %q: want auto, json or console", s)
+}
+
+// Resolve turns a requested format into the one written: auto is console
+// when the output is a terminal and JSON otherwise; json and console are
+// taken as they are. An unknown name counts as auto.
+func Resolve(format string, terminal bool) string {
+	switch format {
+	case FormatJSON, FormatConsole:
+		return format
+	}
+	if terminal {
+		return FormatConsole
+	}
+	return FormatJSON
+}
+
+// Logger is the daemon's logger with a level and a format that can change
+// while running.
 type Logger struct {
 	zerolog.Logger
 	level atomic.Int32
+	out   *formatWriter
 }
 
 // New returns a logger writing to w at level. format is "json", "console"
 // or "auto" (console when w is a terminal).
 func New(w io.Writer, format string, level zerolog.Level) *Logger {
-	if format == "console" || (format == "auto" && IsTerminal(w)) {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
-	}
-	l := &Logger{Logger: zerolog.New(w).With().Timestamp().Logger()}
+	return newLogger(w, IsTerminal(w), format, level)
+}
+
+// newLogger is New with the terminal check done by the caller.
+func newLogger(w io.Writer, terminal bool, format string, level zerolog.Level) *Logger {
+	out := &formatWriter{json: w, terminal: terminal,
+		console: zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !terminal}}
+	out.set(format)
+	l := &Logger{Logger: zerolog.New(out).With().Timestamp().Logger(), out: out}
 	l.SetLevel(level)
 	return l
+}
+
+// SetFormat changes the format of this logger and every logger derived
+// from it: the daemon sets the config's log.format once it has read it,
+// unless --log-format chose one.
+func (l *Logger) SetFormat(format string) { l.out.set(format) }
+
+// Format is the format written now: json or console.
+func (l *Logger) Format() string {
+	if l.out.consoleOn.Load() {
+		return FormatConsole
+	}
+	return FormatJSON
+}
+
+// formatWriter takes zerolog's JSON lines and writes them as they are or
+// through the console writer (which parses each line), so one logger can
+// switch formats without rebuilding the loggers derived from it.
+type formatWriter struct {
+	json      io.Writer
+	console   zerolog.ConsoleWriter
+	terminal  bool
+	consoleOn atomic.Bool
+}
+
+func (w *formatWriter) set(format string) {
+	w.consoleOn.Store(Resolve(format, w.terminal) == FormatConsole)
+}
+
+func (w *formatWriter) Write(p []byte) (int, error) {
+	if w.consoleOn.Load() {
+		return w.console.Write(p)
+	}
+	return w.json.Write(p)
 }
 
 // Level is the current level.

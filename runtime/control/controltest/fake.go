@@ -35,6 +35,8 @@ type Fake struct {
 	// reconfigure answer; LifecycleErr, when set, is returned instead.
 	State        lifecycle.State
 	LifecycleErr error
+	// ReconfigureFunc, when set, answers reconfigure instead.
+	ReconfigureFunc func() (control.ReconfigureResult, error)
 	// EpochResult answers epoch; reinit is refused with conflict unless its
 	// epoch equals EpochResult.Epoch, and answers ReinitResult.
 	EpochResult  control.EpochResult
@@ -176,6 +178,10 @@ func (f *Fake) Exit(context.Context) (control.LifecycleResult, error) {
 }
 
 func (f *Fake) Reconfigure(context.Context) (control.ReconfigureResult, error) {
+	if f.ReconfigureFunc != nil {
+		f.record(control.OpReconfigure, nil)
+		return f.ReconfigureFunc()
+	}
 	r, err := f.lifecycle(control.OpReconfigure, nil)
 	return control.ReconfigureResult{State: r.State}, err
 }

@@ -1,0 +1,150 @@
+package daemon
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/runtime/journal"
+)
+
+const webV1 = `name: web
+services:
+  api:
+    command: ["/bin/sleep", "1000"]
+    deploy: {replicas: 2}
+  worker:
+    command: ["/bin/sleep", "2000"]
+`
+
+// SVC-17: remove, rollback and redeploy return what they did: the
+// deployment they recorded and every service's change with the journal's
+// revisions (a redeploy's suffix included), never an empty list when
+// something changed. A second remove says the stack is already going.
+func TestSVC17RemoveRollbackRedeploySayWhatTheyDid(t *testing.T) {
+	j, err := journal.Open(journal.Options{Dir: t.TempDir(), NoSync: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	d := NewDeployer(j, nil, testKey)
+	record := func(src string) map[string]string {
+		t.Helper()
+		st, err := stackfile.Parse("web.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs := map[string]string{}
+		for name, svc := range st.Services {
+			revs[name] = svc.Revision()
+		}
+		if _, err := d.recordDeployment(st, revs, "test"); err != nil {
+			t.Fatal(err)
+		}
+		return revs
+	}
+	webV2 := `name: web
+services:
+  api:
+    command: ["/bin/sleep", "1001"]
+    deploy: {replicas: 2}
+  worker:
+    command: ["/bin/sleep", "2000"]
+`
+	v1, v2 := record(webV1), record(webV2)
+	r1, r2 := v1["api"], v2["api"]
+	worker := stackfile.Change{Service: "worker", Action: stackfile.ActionUnchanged, FromReplicas: 1, ToReplicas: 1}
+	check := func(what string, got Changed, err error, want Changed) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for i := range got.Changes {
+			if got.Changes[i].Action == stackfile.ActionUnchanged {
+				got.Changes[i].FromRevision, got.Changes[i].ToRevision = "", ""
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+		}
+	}
+	update := func(from, to string) stackfile.Change {
+		return stackfile.Change{Service: "api", Action: stackfile.ActionUpdate, FromRevision: from, ToRevision: to, FromReplicas: 2, ToReplicas: 2, Fields: []string{"command"}}
+	}
+
+	rb, err := d.Rollback("web", journal.Who{})
+	check("rollback", rb.Changed, err, Changed{Deployment: 1, Changes: []stackfile.Change{update(r2, r1), worker}})
+	rb, err = d.Rollback("web", journal.Who{})
+	check("second rollback", rb.Changed, err, Changed{Deployment: 2, Changes: []stackfile.Change{update(r1, r2), worker}})
+
+	ch, err := d.Redeploy("web", "api")
+	redeploy := stackfile.Change{Service: "api", Action: stackfile.ActionUpdate, FromRevision: r2, ToRevision: r2 + "-r1", FromReplicas: 2, ToReplicas: 2}
+	check("redeploy", ch, err, Changed{Deployment: 3, Changes: []stackfile.Change{redeploy, worker}})
+
+	gone := []stackfile.Change{
+		{Service: "api", Action: stackfile.ActionRemove, FromRevision: r2 + "-r1", FromReplicas: 2},
+		{Service: "worker", Action: stackfile.ActionRemove, FromRevision: v1["worker"], FromReplicas: 1},
+	}
+	ch, err = d.Remove("web")
+	check("remove", ch, err, Changed{Deployment: 4, Changes: gone})
+	ch, err = d.Remove("web")
+	check("second remove", ch, err, Changed{Deployment: 4, Changes: gone, Already: true})
+}
+
+// SVC-17, SVC-23: what remove, rollback and redeploy say they did is what
+// runs: a scale override shows in their replica counts (a rollback keeps
+// it); a rollback away from the file's deployment says so with its
+// override; a redeploy keeps the stack file as the deployment's source, so
+// a reload of that file does not take it for another stack's.
+func TestSVC17ChangesCountTheOverrides(t *testing.T) {
+	j, err := journal.Open(journal.Options{Dir: t.TempDir(), NoSync: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	d := NewDeployer(j, nil, testKey)
+	const file = "/etc/engenho/web.yaml"
+	for _, src := range []string{webV1, strings.Replace(webV1, `"1000"]`, `"1001"]`, 1)} {
+		st, err := stackfile.Parse("web.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs := map[string]string{}
+		for name, svc := range st.Services {
+			revs[name] = svc.Revision()
+		}
+		if _, err := d.recordDeployment(st, revs, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sc, err := d.Scale("web", "api", 5, journal.Who{}); err != nil || sc.Override == nil {
+		t.Fatalf("scale: %+v %v", sc, err)
+	}
+	replicas := func(what string, changes []stackfile.Change, from, to int) {
+		t.Helper()
+		for _, c := range changes {
+			if c.Service == "api" && (c.FromReplicas != from || c.ToReplicas != to) {
+				t.Errorf("%s: api %+v, want replicas %d -> %d", what, c, from, to)
+			}
+		}
+	}
+	rb, err := d.Rollback("web", journal.Who{})
+	if err != nil || rb.Override == nil || rb.To != 1 || rb.Deployment != 1 || len(rb.Changes) != 2 || rb.Changes[0].Action != stackfile.ActionUpdate {
+		t.Fatalf("rollback: %+v %v", rb, err)
+	}
+	replicas("rollback", rb.Changes, 5, 5)
+	ch, err := d.Redeploy("web", "api")
+	if err != nil || ch.Changes[0].Action != stackfile.ActionUpdate {
+		t.Fatalf("redeploy: %+v %v", ch, err)
+	}
+	replicas("redeploy", ch.Changes, 5, 5)
+	if cur, _, _ := j.Stack("web"); cur.Current.Source != file {
+		t.Errorf("redeploy recorded source %q, want the stack file %q", cur.Current.Source, file)
+	}
+	ch, err = d.Remove("web")
+	if err != nil || len(ch.Changes) != 2 || ch.Changes[0].Action != stackfile.ActionRemove {
+		t.Fatalf("remove: %+v %v", ch, err)
+	}
+	replicas("remove", ch.Changes, 5, 0)
+}
