@@ -136,21 +136,26 @@ func RunCheck(ctx context.Context, cmd *exec.Cmd, dir string) (ChildOutcome, err
 // idle thread.
 func runLocked(ctx context.Context, cmd *exec.Cmd) error {
 	done := make(chan error, 1)
+	// started hands over the process once Start returned (nil when it
+	// failed): reading cmd.Process here while Start runs is a data race.
+	started := make(chan *os.Process, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
+			started <- nil
 			done <- err
 			return
 		}
+		started <- cmd.Process
 		done <- cmd.Wait()
 	}()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
+		if p := <-started; p != nil {
+			_ = p.Kill()
 		}
 		return <-done
 	}
