@@ -15,17 +15,13 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
-
-// Emitter takes events for the node's event log.
-type Emitter interface {
-	Emit(messages.Event)
-}
 
 // Env is what a sidecar actor uses of the node.
 type Env struct {
 	Driver drivers.Driver
-	Events Emitter
+	Events supervise.Emitter
 	// Bin is the engenho binary, for ${ENGENHO_BIN}.
 	Bin string
 	// StepTimeout bounds a start; a stop is bounded by the grace plus it.
@@ -54,11 +50,6 @@ func ShutdownBudget(sc stackfile.Sidecar) time.Duration {
 	return sc.StopGracePeriod + 15*time.Second
 }
 
-type armed struct {
-	seq   uint64
-	timer clock.Timer
-}
-
 // Actor is the sidecar actor.
 type Actor struct {
 	h       *supervise.Handle
@@ -70,8 +61,7 @@ type Actor struct {
 	spec    drivers.Spec
 	ctx     context.Context
 	cancel  context.CancelFunc
-	timers  map[string]armed
-	seq     uint64
+	timers  *supervise.Timers
 	unwatch func()
 	run     uint64
 }
@@ -82,7 +72,7 @@ func Produce(env Env, p Params) supervise.Producer {
 		env.StepTimeout = DefaultStepTimeout
 	}
 	return func(h *supervise.Handle) actor.Receiver {
-		return &Actor{h: h, env: env, p: p, cfg: ConfigOf(p.Sidecar), timers: map[string]armed{}}
+		return &Actor{h: h, env: env, p: p, cfg: ConfigOf(p.Sidecar)}
 	}
 }
 
@@ -95,6 +85,7 @@ func (a *Actor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Started:
 		a.h.TrapShutdown()
+		a.timers = supervise.NewTimers(a.h)
 		a.ctx, a.cancel = context.WithCancel(context.Background())
 		a.name, a.spec = a.render()
 		a.step(Begin{})
@@ -118,10 +109,9 @@ func (a *Actor) Receive(c *actor.Context) {
 		} else {
 			m.stop()
 		}
-	case messages.SidecarTimer:
-		if t, ok := a.timers[m.Kind]; ok && t.seq == m.Seq {
-			delete(a.timers, m.Kind)
-			a.step(Timer{Kind: m.Kind})
+	case messages.Timer:
+		if a.timers.Fresh(m) {
+			a.step(Timer{Name: m.Name})
 		}
 	}
 }
@@ -145,32 +135,21 @@ func (a *Actor) render() (string, drivers.Spec) {
 
 func (a *Actor) step(e any) {
 	before := a.s
-	var fx []Effect
+	var fx []step.Effect
 	a.s, fx = Step(a.cfg, a.s, e, a.h.Clock().Now())
-	for _, f := range fx {
-		a.perform(f)
-	}
+	supervise.Apply(a.h, supervise.Shell{
+		Timers: a.timers, Events: a.env.Events, Own: a.perform,
+		Event: messages.Event{Stack: a.p.Stack, Service: a.p.Service, Host: a.p.Host, Instance: a.name},
+	}, fx)
 	if a.s.Phase != before.Phase || a.s.Restarts != before.Restarts || a.s.Unproven != before.Unproven || a.s.Ended {
 		a.report()
 	}
 }
 
-func (a *Actor) perform(f Effect) {
-	switch f.Kind {
-	case Do:
-		a.do(f.Op)
-	case Arm:
-		a.arm(f.Timer, f.At)
-	case Cancel:
-		if t, ok := a.timers[f.Timer]; ok {
-			t.timer.Stop()
-			delete(a.timers, f.Timer)
-		}
-	case Emit:
-		a.emit(f)
-	case End:
-		reason := messages.ExitNormal
-		a.h.Exit(reason, nil)
+// perform runs the sidecar core's own effect.
+func (a *Actor) perform(f step.Effect) {
+	if d, ok := f.(Do); ok {
+		a.do(d.Op)
 	}
 }
 
@@ -249,36 +228,14 @@ func (a *Actor) unwatchRun() {
 	}
 }
 
-func (a *Actor) arm(kind string, at time.Time) {
-	if t, ok := a.timers[kind]; ok {
-		t.timer.Stop()
-	}
-	a.seq++
-	seq, self, eng := a.seq, a.h.PID(), a.h.Engine()
-	t := a.h.Clock().AfterFunc(at.Sub(a.h.Clock().Now()), func() { eng.Send(self, messages.SidecarTimer{Kind: kind, Seq: seq}) })
-	a.timers[kind] = armed{seq: seq, timer: t}
-}
-
-func (a *Actor) emit(f Effect) {
-	if a.env.Events == nil {
-		return
-	}
-	a.env.Events.Emit(messages.Event{
-		UnixMs: a.h.Clock().Now().UnixMilli(), Level: f.Level, Kind: f.Event,
-		Stack: a.p.Stack, Service: a.p.Service, Host: a.p.Host, Instance: a.name, Actor: a.h.Path(),
-		Message: a.p.Sidecar.Name + ": " + f.Message,
-	})
-}
-
 // stopAll ends the actor's goroutines and timers. The process is not
 // touched here: a sidecar is stopped by SidecarStop or Shutdown.
 func (a *Actor) stopAll() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	for k, t := range a.timers {
-		t.timer.Stop()
-		delete(a.timers, k)
+	if a.timers != nil {
+		a.timers.Stop()
 	}
 	a.unwatchRun()
 }

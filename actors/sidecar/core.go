@@ -6,10 +6,13 @@ import (
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Config is what the core needs of a sidecar's definition.
 type Config struct {
+	// Name is the sidecar's name; its events' messages begin with it.
+	Name     string
 	AlwaysOn bool
 	MaxRun   time.Duration
 	Backoff  stackfile.SidecarBackoff
@@ -17,7 +20,7 @@ type Config struct {
 
 // ConfigOf reads a sidecar definition.
 func ConfigOf(sc stackfile.Sidecar) Config {
-	return Config{AlwaysOn: sc.AlwaysOn, MaxRun: sc.MaxRun, Backoff: sc.Backoff}
+	return Config{Name: sc.Name, AlwaysOn: sc.AlwaysOn, MaxRun: sc.MaxRun, Backoff: sc.Backoff}
 }
 
 // Op is a driver operation the shell runs.
@@ -33,7 +36,7 @@ const (
 	OpStop Op = "stop"
 )
 
-// Timer kinds.
+// Timer names.
 const (
 	TimerRestart = "restart"
 	TimerMaxRun  = "max_run"
@@ -71,48 +74,29 @@ type (
 		Code   int
 		Signal string
 	}
-	// Timer: a timer of Kind fired.
-	Timer struct{ Kind string }
+	// Timer: the timer Name fired.
+	Timer struct{ Name string }
 	// Stop: stop the process and end.
 	Stop struct{}
 )
 
-// EffectKind says what an effect does.
-type EffectKind int
-
-const (
-	// Do runs Op.
-	Do EffectKind = iota
-	// Arm arms timer Timer at At.
-	Arm
-	// Cancel cancels timer Timer.
-	Cancel
-	// Emit raises an event.
-	Emit
-	// End ends the actor.
-	End
-)
-
-// Effect is one thing for the shell to do.
-type Effect struct {
-	Kind    EffectKind
-	Op      Op
-	Timer   string
-	At      time.Time
-	Event   string
-	Level   messages.Level
-	Message string
+// Do runs Op in a goroutine; OpDone follows. It is the sidecar core's
+// only own effect; the shared ones are step.Arm, step.Cancel, step.Emit
+// and step.End.
+type Do struct {
+	step.Is
+	Op Op
 }
 
 // Step applies one event.
-func Step(cfg Config, s State, e any, now time.Time) (State, []Effect) {
+func Step(cfg Config, s State, e any, now time.Time) (State, []step.Effect) {
 	if s.Ended {
 		return s, nil
 	}
 	switch e := e.(type) {
 	case Begin:
 		s.Phase, s.Op, s.NextDelay = messages.SidecarStarting, OpCleanup, cfg.Backoff.Initial
-		return s, []Effect{{Kind: Do, Op: OpCleanup}}
+		return s, []step.Effect{Do{Op: OpCleanup}}
 	case OpDone:
 		return opDone(cfg, s, e, now)
 	case Exited:
@@ -125,7 +109,7 @@ func Step(cfg Config, s State, e any, now time.Time) (State, []Effect) {
 	return s, nil
 }
 
-func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
 	if e.Op != s.Op {
 		return s, nil
 	}
@@ -149,24 +133,24 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
 		}
 		s.Phase, s.StartedAt, s.LastErr = messages.SidecarRunning, now, ""
 		if cfg.MaxRun > 0 {
-			return s, []Effect{{Kind: Arm, Timer: TimerMaxRun, At: now.Add(cfg.MaxRun)}}
+			return s, []step.Effect{step.Arm{Timer: TimerMaxRun, At: now.Add(cfg.MaxRun)}}
 		}
 		return s, nil
 	case OpStop:
 		if e.Err != "" && !s.StopAsked && s.Recycling {
 			// The recycle's stop failed: the run goes on; try again soon.
 			s.Recycling, s.Phase, s.LastErr = false, messages.SidecarRunning, e.Err
-			return s, []Effect{{Kind: Arm, Timer: TimerMaxRun, At: now.Add(cfg.Backoff.Initial)}}
+			return s, []step.Effect{step.Arm{Timer: TimerMaxRun, At: now.Add(cfg.Backoff.Initial)}}
 		}
 		if e.Err != "" {
 			// Not proven exited: keep trying when asked again (ACT-8).
 			s.Unproven, s.LastErr = true, e.Err
-			return s, []Effect{{Kind: Emit, Event: messages.KindHostStopPending, Level: messages.LevelWarn, Message: "sidecar stop not proven: " + e.Err}}
+			return s, []step.Effect{emit(cfg, messages.KindHostStopPending, messages.LevelWarn, "sidecar stop not proven: "+e.Err)}
 		}
 		s.Unproven = false
 		if s.StopAsked {
 			s.Phase, s.Ended = messages.SidecarStopped, true
-			return s, []Effect{{Kind: End}}
+			return s, []step.Effect{step.End{}}
 		}
 		if s.Recycling {
 			s.Recycling = false
@@ -179,25 +163,25 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
 	return s, nil
 }
 
-func start(s State) (State, []Effect) {
+func start(s State) (State, []step.Effect) {
 	s.Phase, s.Op = messages.SidecarStarting, OpStart
-	return s, []Effect{{Kind: Do, Op: OpStart}}
+	return s, []step.Effect{Do{Op: OpStart}}
 }
 
-func stopNow(s State) (State, []Effect) {
+func stopNow(s State) (State, []step.Effect) {
 	s.Phase, s.Op = messages.SidecarStopping, OpStop
-	return s, []Effect{{Kind: Cancel, Timer: TimerRestart}, {Kind: Cancel, Timer: TimerMaxRun}, {Kind: Do, Op: OpStop}}
+	return s, []step.Effect{step.Cancel{Timer: TimerRestart}, step.Cancel{Timer: TimerMaxRun}, Do{Op: OpStop}}
 }
 
-func exited(cfg Config, s State, e Exited, now time.Time) (State, []Effect) {
+func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect) {
 	if s.Phase != messages.SidecarRunning || s.Op != OpNone {
 		return s, nil // a stop under way reports through OpDone
 	}
 	s.ExitCode = e.Code
-	fx := []Effect{{Kind: Cancel, Timer: TimerMaxRun}}
+	fx := []step.Effect{step.Cancel{Timer: TimerMaxRun}}
 	if e.Code == 0 && e.Signal == "" && !cfg.AlwaysOn {
 		s.Phase = messages.SidecarDone
-		return s, append(fx, Effect{Kind: Emit, Event: messages.KindSidecarDone, Level: messages.LevelInfo, Message: "exited 0: work done"})
+		return s, append(fx, emit(cfg, messages.KindSidecarDone, messages.LevelInfo, "exited 0: work done"))
 	}
 	why := fmt.Sprintf("exited %d", e.Code)
 	if e.Signal != "" {
@@ -209,7 +193,7 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []Effect) {
 
 // crashed schedules a restart on the doubling backoff (ACT-11): a run of
 // reset_after or more starts it again from the initial delay.
-func crashed(cfg Config, s State, now time.Time, why string) (State, []Effect) {
+func crashed(cfg Config, s State, now time.Time, why string) (State, []step.Effect) {
 	if !s.StartedAt.IsZero() && now.Sub(s.StartedAt) >= cfg.Backoff.ResetAfter {
 		s.NextDelay = cfg.Backoff.Initial
 	}
@@ -220,15 +204,14 @@ func crashed(cfg Config, s State, now time.Time, why string) (State, []Effect) {
 	s.NextDelay = min(2*s.NextDelay, cfg.Backoff.Cap)
 	s.Restarts++
 	s.Phase, s.StartedAt = messages.SidecarBackoff, time.Time{}
-	return s, []Effect{
-		{Kind: Arm, Timer: TimerRestart, At: now.Add(delay)},
-		{Kind: Emit, Event: messages.KindSidecarRestarted, Level: messages.LevelWarn,
-			Message: fmt.Sprintf("%s; restart %d in %s", why, s.Restarts, delay)},
+	return s, []step.Effect{
+		step.Arm{Timer: TimerRestart, At: now.Add(delay)},
+		emit(cfg, messages.KindSidecarRestarted, messages.LevelWarn, fmt.Sprintf("%s; restart %d in %s", why, s.Restarts, delay)),
 	}
 }
 
-func timer(cfg Config, s State, e Timer) (State, []Effect) {
-	switch e.Kind {
+func timer(cfg Config, s State, e Timer) (State, []step.Effect) {
+	switch e.Name {
 	case TimerRestart:
 		if s.Phase == messages.SidecarBackoff && s.Op == OpNone && !s.StopAsked {
 			return start(s)
@@ -236,16 +219,16 @@ func timer(cfg Config, s State, e Timer) (State, []Effect) {
 	case TimerMaxRun:
 		if s.Phase == messages.SidecarRunning && s.Op == OpNone && !s.StopAsked {
 			s.Recycling, s.Phase, s.Op = true, messages.SidecarStopping, OpStop
-			return s, []Effect{
-				{Kind: Emit, Event: messages.KindSidecarRecycled, Level: messages.LevelInfo, Message: fmt.Sprintf("ran %s (max_run): recycling", cfg.MaxRun)},
-				{Kind: Do, Op: OpStop},
+			return s, []step.Effect{
+				emit(cfg, messages.KindSidecarRecycled, messages.LevelInfo, fmt.Sprintf("ran %s (max_run): recycling", cfg.MaxRun)),
+				Do{Op: OpStop},
 			}
 		}
 	}
 	return s, nil
 }
 
-func stop(s State) (State, []Effect) {
+func stop(s State) (State, []step.Effect) {
 	s.StopAsked = true
 	if s.Op != OpNone && s.Op != OpStop {
 		return s, nil // stopped when the operation ends
@@ -255,4 +238,12 @@ func stop(s State) (State, []Effect) {
 		return s, nil // already stopping
 	}
 	return stopNow(s)
+}
+
+// emit is an event about the sidecar: its message begins with its name.
+func emit(cfg Config, kind string, level messages.Level, msg string) step.Emit {
+	if cfg.Name != "" {
+		msg = cfg.Name + ": " + msg
+	}
+	return step.Emit{Kind: kind, Level: level, Message: msg}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 	"pgregory.net/rapid"
 )
 
@@ -27,18 +28,29 @@ func running(t *testing.T, c Config, now time.Time) State {
 	return s
 }
 
-func armedAt(fx []Effect, timer string) (time.Time, bool) {
+func armedAt(fx []step.Effect, timer string) (time.Time, bool) {
 	for _, f := range fx {
-		if f.Kind == Arm && f.Timer == timer {
-			return f.At, true
+		if a, ok := f.(step.Arm); ok && a.Timer == timer {
+			return a.At, true
 		}
 	}
 	return time.Time{}, false
 }
 
-func has(fx []Effect, k EffectKind, op Op) bool {
+// does reports whether fx runs op.
+func does(fx []step.Effect, op Op) bool {
 	for _, f := range fx {
-		if f.Kind == k && f.Op == op {
+		if d, ok := f.(Do); ok && d.Op == op {
+			return true
+		}
+	}
+	return false
+}
+
+// ends reports whether fx ends the actor.
+func ends(fx []step.Effect) bool {
+	for _, f := range fx {
+		if _, ok := f.(step.End); ok {
 			return true
 		}
 	}
@@ -53,15 +65,15 @@ func TestACT11DoublingBackoffCapped(t *testing.T) {
 	want := []time.Duration{2, 4, 8, 16, 32, 60, 60}
 	for i, w := range want {
 		now = now.Add(time.Second) // runs shorter than reset_after
-		var fx []Effect
+		var fx []step.Effect
 		s, fx = Step(c, s, Exited{Code: 1}, now)
 		at, ok := armedAt(fx, TimerRestart)
 		if !ok || at.Sub(now) != w*time.Second {
 			t.Fatalf("crash %d: restart in %s, want %ds", i+1, at.Sub(now), w)
 		}
 		now = at
-		s, fx = Step(c, s, Timer{Kind: TimerRestart}, now)
-		if !has(fx, Do, OpStart) {
+		s, fx = Step(c, s, Timer{Name: TimerRestart}, now)
+		if !does(fx, OpStart) {
 			t.Fatalf("crash %d: no start after the backoff", i+1)
 		}
 		s, _ = Step(c, s, OpDone{Op: OpStart}, now)
@@ -80,7 +92,7 @@ func TestACT11LongRunResetsBackoff(t *testing.T) {
 		now = now.Add(time.Second)
 		s, _ = Step(c, s, Exited{Code: 2}, now)
 		now = now.Add(time.Minute)
-		s, _ = Step(c, s, Timer{Kind: TimerRestart}, now)
+		s, _ = Step(c, s, Timer{Name: TimerRestart}, now)
 		s, _ = Step(c, s, OpDone{Op: OpStart}, now)
 	}
 	now = now.Add(time.Minute) // a stable run
@@ -125,13 +137,13 @@ func TestACT12MaxRunRecycles(t *testing.T) {
 	if !ok || at.Sub(t0) != time.Hour {
 		t.Fatalf("max_run timer at %v", at)
 	}
-	s, fx = Step(c, s, Timer{Kind: TimerMaxRun}, at)
-	if !has(fx, Do, OpStop) || !s.Recycling {
+	s, fx = Step(c, s, Timer{Name: TimerMaxRun}, at)
+	if !does(fx, OpStop) || !s.Recycling {
 		t.Fatalf("not recycling: %+v", s)
 	}
 	s, _ = Step(c, s, Exited{Code: -1, Signal: "terminated"}, at) // the stop's own exit
 	s, fx = Step(c, s, OpDone{Op: OpStop}, at)
-	if !has(fx, Do, OpStart) || s.Phase != messages.SidecarStarting {
+	if !does(fx, OpStart) || s.Phase != messages.SidecarStarting {
 		t.Fatalf("not restarted after recycle: %+v %v", s, fx)
 	}
 }
@@ -142,7 +154,7 @@ func TestStopUnprovenRetried(t *testing.T) {
 	c := cfg(false, 0)
 	s := running(t, c, t0)
 	s, fx := Step(c, s, Stop{}, t0)
-	if !has(fx, Do, OpStop) {
+	if !does(fx, OpStop) {
 		t.Fatal("no stop")
 	}
 	s, _ = Step(c, s, OpDone{Op: OpStop, Err: "timeout"}, t0)
@@ -150,12 +162,57 @@ func TestStopUnprovenRetried(t *testing.T) {
 		t.Fatalf("unproven stop: %+v", s)
 	}
 	s, fx = Step(c, s, Stop{}, t0)
-	if !has(fx, Do, OpStop) {
+	if !does(fx, OpStop) {
 		t.Fatal("stop not retried")
 	}
 	s, fx = Step(c, s, OpDone{Op: OpStop}, t0)
-	if !s.Ended || !has(fx, End, OpNone) {
+	if !s.Ended || !ends(fx) {
 		t.Fatalf("proven stop did not end: %+v", s)
+	}
+}
+
+// ACT-8, ACT-12: a recycle whose stop failed runs on; a stop asked then
+// starts one stop, and asking again while it runs starts no second one
+// (the case saved in testdata/rapid).
+func TestStopAfterFailedRecycleOnce(t *testing.T) {
+	c := cfg(false, 0)
+	s := running(t, c, t0)
+	s, fx := Step(c, s, Timer{Name: TimerMaxRun}, t0)
+	if !does(fx, OpStop) || !s.Recycling {
+		t.Fatalf("not recycling: %+v", s)
+	}
+	s, fx = Step(c, s, OpDone{Op: OpStop, Err: "boom"}, t0)
+	if s.Recycling || s.Phase != messages.SidecarRunning {
+		t.Fatalf("after a failed recycle: %+v", s)
+	}
+	if at, ok := armedAt(fx, TimerMaxRun); !ok || at.Sub(t0) != c.Backoff.Initial {
+		t.Fatalf("recycle not retried: %v", fx)
+	}
+	s, fx = Step(c, s, Stop{}, t0)
+	if !does(fx, OpStop) {
+		t.Fatalf("no stop: %v", fx)
+	}
+	if _, fx = Step(c, s, Stop{}, t0); len(fx) != 0 {
+		t.Fatalf("a second stop while one runs: %v", fx)
+	}
+}
+
+// A sidecar's events name it in their message; ConfigOf reads the name.
+func TestEventsNameTheSidecar(t *testing.T) {
+	c := ConfigOf(stackfile.Sidecar{Name: "indexer", Backoff: cfg(false, 0).Backoff})
+	s := running(t, c, t0)
+	_, fx := Step(c, s, Exited{Code: 3}, t0.Add(time.Second))
+	var msgs []string
+	for _, f := range fx {
+		if e, ok := f.(step.Emit); ok {
+			msgs = append(msgs, e.Message)
+			if e.Kind != messages.KindSidecarRestarted || e.Level != messages.LevelWarn {
+				t.Fatalf("event %+v", e)
+			}
+		}
+	}
+	if len(msgs) != 1 || msgs[0] != "indexer: exited 3; restart 1 in 2s" {
+		t.Fatalf("messages %q", msgs)
 	}
 }
 
@@ -169,7 +226,7 @@ func TestStopDuringStart(t *testing.T) {
 		t.Fatalf("acted during a start: %v", fx)
 	}
 	_, fx = Step(c, s, OpDone{Op: OpStart}, t0)
-	if !has(fx, Do, OpStop) {
+	if !does(fx, OpStop) {
 		t.Fatal("no stop after the start")
 	}
 }
@@ -192,9 +249,9 @@ func TestCoreProperties(t *testing.T) {
 			case 1:
 				e = Exited{Code: rapid.IntRange(-1, 2).Draw(rt, "code")}
 			case 2:
-				e = Timer{Kind: TimerRestart}
+				e = Timer{Name: TimerRestart}
 			case 3:
-				e = Timer{Kind: TimerMaxRun}
+				e = Timer{Name: TimerMaxRun}
 			case 4:
 				e = Stop{}
 			default:
@@ -207,16 +264,18 @@ func TestCoreProperties(t *testing.T) {
 				rt.Fatalf("step %d: effects after the end: %v", i, fx)
 			}
 			for _, f := range fx {
-				if f.Kind == Do {
+				switch f := f.(type) {
+				case Do:
 					if wasOp != OpNone && !(e == OpDone{Op: wasOp} || isDone(e, wasOp)) {
 						rt.Fatalf("step %d: %s started while %s in flight", i, f.Op, wasOp)
 					}
 					inflight++
-				}
-				if f.Kind == Arm && f.Timer == TimerRestart {
-					d := f.At.Sub(now)
-					if d < c.Backoff.Initial || d > c.Backoff.Cap {
-						rt.Fatalf("step %d: restart in %s", i, d)
+				case step.Arm:
+					if f.Timer == TimerRestart {
+						d := f.At.Sub(now)
+						if d < c.Backoff.Initial || d > c.Backoff.Cap {
+							rt.Fatalf("step %d: restart in %s", i, d)
+						}
 					}
 				}
 			}

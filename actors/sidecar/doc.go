@@ -4,9 +4,10 @@
 // instance is healthy and stops it (SidecarStop) before the instance.
 //
 // Its decisions are a pure state machine (core.go): Step(config, state,
-// event, now) returns the new state and the effects the actor shell
-// performs (driver calls in goroutines bounded by a timeout, timers on the
-// clock, reports to the host, events).
+// event, now) returns the new state and the effects (messages/step) the
+// actor shell performs: supervise.Apply runs the named timers, the events
+// and the end; the core's own effect, Do, is a driver call in a goroutine
+// bounded by a timeout. The shell reports each change to the host.
 //
 // Restarts: a run that ends with a non-zero exit (a crash), or any exit of
 // an always_on sidecar, is restarted after a doubling backoff (2s, 4s, ...
