@@ -13,12 +13,12 @@ import (
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
-	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/drivers/objstore/lease"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Journal is the journal as a host uses it: its due time (ACT-10) and its
@@ -27,11 +27,6 @@ type Journal interface {
 	SetDue(host string, at time.Time) error
 	OweRelease(r messages.OwedRelease) error
 	SettleRelease(host, epoch string) (settled bool, err error)
-}
-
-// Emitter takes events for the node's event log.
-type Emitter interface {
-	Emit(messages.Event)
 }
 
 // Metrics are optional hooks for the node's metrics (DMN-19).
@@ -58,7 +53,7 @@ type Env struct {
 	Node, Holder string
 	LeaseTTL     time.Duration
 	Journal      Journal
-	Events       Emitter
+	Events       supervise.Emitter
 	Metrics      Metrics
 	Routes       Routes
 	// Status, when set, gets every published host snapshot.
@@ -117,11 +112,6 @@ type Params struct {
 // activator: a sleep (sidecars 5s, instance 20s, checkpoint, release).
 const ShutdownBudget = 45 * time.Second
 
-type armed struct {
-	seq   uint64
-	timer clock.Timer
-}
-
 // result is what an operation produced, filled by its goroutine before it
 // reports, read by the actor after.
 type result struct {
@@ -153,7 +143,7 @@ type Actor struct {
 	cancel       context.CancelFunc
 	seq          uint64
 	ops          map[uint64]*result
-	timers       map[string]armed
+	timers       *supervise.Timers
 	queue        []any
 	waiters      []*actor.PID
 	kids         *supervise.Children
@@ -181,7 +171,6 @@ type Actor struct {
 	reported    messages.HostReport
 	last        messages.HostStatus
 	published   bool
-	lastErr     string
 }
 
 // Produce returns the producer of a host actor.
@@ -193,7 +182,7 @@ func Produce(env Env, p Params) supervise.Producer {
 		env.TickTimeout = DefaultTickTimeout
 	}
 	return func(h *supervise.Handle) actor.Receiver {
-		return &Actor{h: h, env: env, p: p, ops: map[uint64]*result{}, timers: map[string]armed{},
+		return &Actor{h: h, env: env, p: p, ops: map[uint64]*result{},
 			sidecars: map[string]messages.SidecarReport{}, owed: p.Owed}
 	}
 }
@@ -235,10 +224,9 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.step(Sweep{})
 	case messages.HostOpDone:
 		a.opDone(m)
-	case messages.HostTimer:
-		if t, ok := a.timers[m.Kind]; ok && t.seq == m.Seq {
-			delete(a.timers, m.Kind)
-			a.step(TimerFired{Kind: m.Kind})
+	case messages.Timer:
+		if a.timers.Fresh(m) {
+			a.step(TimerFired{Name: m.Name})
 		}
 	case messages.HostInstanceExited:
 		a.instanceExited(m)
@@ -252,6 +240,7 @@ func (a *Actor) Receive(c *actor.Context) {
 func (a *Actor) start() {
 	a.h.TrapShutdown()
 	a.kids = a.h.Supervise(supervise.Options{})
+	a.timers = supervise.NewTimers(a.h)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.def = a.p.Definition()
 	a.wakeDef = a.def
@@ -266,9 +255,8 @@ func (a *Actor) stopped() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	for k, t := range a.timers {
-		t.timer.Stop()
-		delete(a.timers, k)
+	if a.timers != nil {
+		a.timers.Stop()
 	}
 	if a.unwatch != nil {
 		a.unwatch()
@@ -310,33 +298,31 @@ func (a *Actor) step(e any) {
 		e := a.queue[0]
 		a.queue = a.queue[1:]
 		a.cfg = a.config()
-		var fx []Effect
+		var fx []step.Effect
 		a.s, fx = Step(a.cfg, a.s, e, a.h.Clock().Now())
-		for _, f := range fx {
-			a.perform(f)
-		}
+		supervise.Apply(a.h, a.shell(), fx)
 	}
 	a.publish()
-	if a.s.Drained {
-		a.h.Exit(messages.ExitShutdown, nil)
+}
+
+// shell is what supervise.Apply needs to perform the core's effects; its
+// events carry the host as it is now.
+func (a *Actor) shell() supervise.Shell {
+	return supervise.Shell{
+		Timers: a.timers, Events: a.env.Events, Own: a.perform,
+		Event: messages.Event{Stack: a.def.Stack, Service: a.def.Service, Host: a.host(), Instance: a.inst},
 	}
 }
 
-func (a *Actor) perform(f Effect) {
-	switch f.Kind {
+// perform runs one of the host core's own effects.
+func (a *Actor) perform(f step.Effect) {
+	switch f := f.(type) {
 	case Do:
 		a.startOp(f.Op)
 	case Side:
 		a.startSide(f.Op)
-	case Arm:
-		a.arm(f.Timer, f.At)
-	case Cancel:
-		if t, ok := a.timers[f.Timer]; ok {
-			t.timer.Stop()
-			delete(a.timers, f.Timer)
-		}
 	case Answer:
-		a.answer(f.OK, f.Status, f.RetryAfter, f.Message)
+		a.answer(f.OK, f.Status, f.RetryAfter, f.Err)
 	case OpenGate:
 		var stamp time.Time
 		if f.Stamp {
@@ -353,10 +339,12 @@ func (a *Actor) perform(f Effect) {
 		a.startSidecars()
 	case StopSidecars:
 		a.stopSidecars()
-	case Emit:
-		a.emit(f)
-	case End:
-		a.h.Exit(messages.ExitNormal, nil)
+	case RecordWake:
+		if a.env.Metrics != nil {
+			for _, st := range f.Steps {
+				a.env.Metrics.WakeStep(st.Step, st.Duration)
+			}
+		}
 	}
 }
 
@@ -369,17 +357,6 @@ func (a *Actor) answer(ok bool, status int, retry time.Duration, msg string) {
 		a.h.Engine().Send(w, res)
 	}
 	a.waiters = nil
-}
-
-func (a *Actor) arm(kind string, at time.Time) {
-	if t, ok := a.timers[kind]; ok {
-		t.timer.Stop()
-	}
-	a.seq++
-	seq, self, eng := a.seq, a.h.PID(), a.h.Engine()
-	d := max(at.Sub(a.h.Clock().Now()), 0)
-	t := a.h.Clock().AfterFunc(d, func() { eng.Send(self, messages.HostTimer{Kind: kind, Seq: seq}) })
-	a.timers[kind] = armed{seq: seq, timer: t}
 }
 
 func (a *Actor) newDefinition(m messages.HostDefinition) {
@@ -400,31 +377,6 @@ func (a *Actor) instanceExited(m messages.HostInstanceExited) {
 		return
 	}
 	a.step(InstanceExited{Code: m.Exit.ExitCode})
-}
-
-func (a *Actor) emit(f Effect) {
-	var fields map[string]string
-	if len(f.Steps) > 0 {
-		fields = map[string]string{}
-		for _, st := range f.Steps {
-			fields["step."+st.Step] = st.Duration.String()
-			if a.env.Metrics != nil {
-				a.env.Metrics.WakeStep(st.Step, st.Duration)
-			}
-		}
-		fields["reason"] = string(a.s.Wake.Reason)
-	}
-	if f.Event == messages.KindHostWakeFailed || f.Event == messages.KindHostStoodDown || f.Event == messages.KindHostStopPending {
-		a.lastErr = f.Message
-	}
-	if a.env.Events == nil {
-		return
-	}
-	a.env.Events.Emit(messages.Event{
-		UnixMs: a.h.Clock().Now().UnixMilli(), Level: f.Level, Kind: f.Event,
-		Stack: a.def.Stack, Service: a.def.Service, Host: a.host(), Instance: a.inst, Actor: a.h.Path(),
-		Message: f.Message, Fields: fields,
-	})
 }
 
 // publish updates the tree, the edge route, the status snapshot and, on
@@ -473,7 +425,7 @@ func (a *Actor) status() messages.HostStatus {
 	st := messages.HostStatus{
 		Host: a.host(), Stack: a.def.Stack, Service: a.def.Service, Revision: a.def.Revision, Deployment: a.def.Deployment,
 		State: a.s.Phase, Since: a.s.Since, Due: a.s.Due, OwesLease: a.s.Owes, Wakes: a.s.Wakes,
-		LastWake: append([]messages.WakeStep(nil), a.s.Wake.Steps...), LastError: a.lastErr,
+		LastWake: append([]messages.WakeStep(nil), a.s.Wake.Steps...), LastError: a.s.LastFailure,
 	}
 	if a.s.Blocked != "" {
 		st.Pending = "stop " + a.s.Blocked

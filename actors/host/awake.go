@@ -7,22 +7,22 @@ import (
 	"github.com/engenho/engenho/messages"
 )
 
-func (m *machine) timer(kind string) {
+func (m *machine) timer(name string) {
 	s := &m.s
-	switch kind {
+	switch name {
 	case TimerRenew:
 		if s.Leased && !s.Renewing {
 			s.Renewing = true
 			m.side(SideRenew)
 		}
-	case TimerProbe:
-		if s.Phase == messages.HostWaking && s.Wait == waitProbe && s.Op == OpNone {
-			s.Op, s.Wait = OpProbe, waitNone
-			m.add(Effect{Kind: Do, Op: OpProbe})
+	case TimerReadyCheck:
+		if s.Phase == messages.HostWaking && s.Wait == waitReady && s.Op == OpNone {
+			s.Op, s.Wait = OpReadyCheck, waitNone
+			m.add(Do{Op: OpReadyCheck})
 		}
 	case TimerIdle:
 		if s.Phase == messages.HostAwake && s.Op == OpNone && m.idles() {
-			m.add(Effect{Kind: CheckIdle})
+			m.add(CheckIdle{})
 		}
 	case TimerCheckpoint:
 		if s.Phase == messages.HostAwake && s.Leased && !s.LeaseLost && !s.Saving {
@@ -91,7 +91,7 @@ func (m *machine) nextDueDone(e OpDone) {
 		return
 	}
 	s.Wait = waitClose
-	m.add(Effect{Kind: TryCloseGate})
+	m.add(TryCloseGate{})
 }
 
 func (m *machine) gateClosed(ok bool) {
@@ -160,7 +160,7 @@ func (m *machine) sideDone(e SideDone) {
 	case SideTick:
 		s.Ticking = false
 		if s.Phase == messages.HostAwake && s.Op == OpNone {
-			m.add(Effect{Kind: CheckIdle})
+			m.add(CheckIdle{})
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Config is what the core needs to decide; the shell derives it from the
@@ -91,13 +92,17 @@ const (
 	OpNone Op = ""
 	// OpCleanup stops and deletes instances an earlier incarnation left.
 	OpCleanup Op = "cleanup"
-	// The wake steps, in order (ACT-4).
+	// The wake steps, in order (ACT-4); each names its step in the
+	// host.woke event.
 	OpDefinition Op = "definition"
 	OpAcquire    Op = "lease"
 	OpRestore    Op = "restore"
 	OpSeed       Op = "seed"
 	OpStart      Op = "start"
-	OpProbe      Op = "ready"
+	// OpReadyCheck checks once whether the started instance is ready (its
+	// healthcheck, or a TCP connect); it runs again on TimerReadyCheck
+	// until it is, and together they make the wake step StepReady.
+	OpReadyCheck Op = "ready_check"
 	// OpNextDue asks the instance for its next due time (ACT-10).
 	OpNextDue Op = "next_due"
 	// The sleep steps, in order (ACT-8).
@@ -134,12 +139,22 @@ const (
 	Resume = "resume"
 )
 
-// Timer kinds.
+// Wake steps that are not one operation (the others are named by their
+// Op): the host.woke event's fields step.NAME and the status's last wake.
+const (
+	// StepReady is the wait from the instance's start until it is ready:
+	// every OpReadyCheck and the pauses between them (ACT-4).
+	StepReady    = "ready"
+	StepSidecars = "sidecars"
+)
+
+// Timer names.
 const (
 	TimerRenew      = "renew"
 	TimerIdle       = "idle"
 	TimerCheckpoint = "checkpoint"
-	TimerProbe      = "probe"
+	// TimerReadyCheck runs the next OpReadyCheck.
+	TimerReadyCheck = "ready_check"
 )
 
 // Stop stages, in order (ACT-8).
@@ -155,7 +170,7 @@ const (
 // Wait reasons while no main operation runs.
 const (
 	waitNone     = ""
-	waitProbe    = "probe"
+	waitReady    = "ready"
 	waitSidecars = "sidecars"
 	waitSaving   = "saving"
 	waitClose    = "close"
@@ -208,7 +223,10 @@ type State struct {
 	ReadyBegan time.Time
 	Ended      bool
 	LastErr    string
-	Wakes      int
+	// LastFailure is the last failure an event reported (a failed wake, a
+	// stand-down, a stop not proven): the status's last error.
+	LastFailure string
+	Wakes       int
 }
 
 // Wake is the current (or last) wake.
@@ -238,8 +256,8 @@ type (
 		Outcome string
 		Err     string
 	}
-	// TimerFired: a timer of Kind fired.
-	TimerFired struct{ Kind string }
+	// TimerFired: the timer Name fired.
+	TimerFired struct{ Name string }
 	// IdleCheck: what the gate says (the shell reads it for CheckIdle).
 	IdleCheck struct {
 		InFlight     int
@@ -266,56 +284,54 @@ type (
 	Definition struct{ Changed, Stopped bool }
 )
 
-// EffectKind says what an effect does.
-type EffectKind int
-
-const (
-	// Do runs main operation Op.
-	Do EffectKind = iota
-	// Side runs side operation Op.
-	Side
-	// Arm arms timer Timer at At; Cancel cancels it.
-	Arm
-	Cancel
+// The host core's own effects; the shared ones are step.Arm and
+// step.Cancel (the timers above), step.Emit and step.End.
+type (
+	// Do runs main operation Op in a goroutine; OpDone follows.
+	Do struct {
+		step.Is
+		Op Op
+	}
+	// Side runs side operation Op beside the main one; SideDone follows.
+	Side struct {
+		step.Is
+		Op Op
+	}
 	// Answer answers every waiter of the wake.
-	Answer
-	// OpenGate opens the gate to the instance (Stamp: a request woke it).
-	OpenGate
-	// TryCloseGate closes the gate if nothing is in flight (GateClosed).
-	TryCloseGate
+	Answer struct {
+		step.Is
+		OK         bool
+		Status     int
+		RetryAfter time.Duration
+		Err        string
+	}
+	// OpenGate opens the gate to the instance; Stamp: a request woke it,
+	// which counts as activity.
+	OpenGate struct {
+		step.Is
+		Stamp bool
+	}
+	// TryCloseGate closes the gate if nothing is in flight; GateClosed
+	// follows.
+	TryCloseGate struct{ step.Is }
 	// SealGate closes the gate whatever is in flight.
-	SealGate
-	// CheckIdle reads the gate (IdleCheck).
-	CheckIdle
-	StartSidecars
-	StopSidecars
-	// Emit raises an event.
-	Emit
-	// End ends the actor.
-	End
+	SealGate struct{ step.Is }
+	// CheckIdle reads the gate; IdleCheck follows.
+	CheckIdle struct{ step.Is }
+	// StartSidecars starts the sidecar actors (ACT-11).
+	StartSidecars struct{ step.Is }
+	// StopSidecars asks every sidecar to stop; SidecarsStopped follows.
+	StopSidecars struct{ step.Is }
+	// RecordWake records a served wake's step durations (the node's
+	// metrics); the host.woke event carries them too.
+	RecordWake struct {
+		step.Is
+		Steps []messages.WakeStep
+	}
 )
 
-// Effect is one thing for the shell to do.
-type Effect struct {
-	Kind  EffectKind
-	Op    Op
-	Timer string
-	At    time.Time
-	Stamp bool
-	// Answer fields.
-	OK         bool
-	Status     int
-	RetryAfter time.Duration
-	// Emit fields (also Answer's error text).
-	Event   string
-	Level   messages.Level
-	Message string
-	// Steps are a woke event's step durations.
-	Steps []messages.WakeStep
-}
-
 // Step applies one event to the state and returns the effects.
-func Step(cfg Config, s State, e any, now time.Time) (State, []Effect) {
+func Step(cfg Config, s State, e any, now time.Time) (State, []step.Effect) {
 	if s.Ended {
 		return s, nil
 	}
@@ -331,7 +347,7 @@ func Step(cfg Config, s State, e any, now time.Time) (State, []Effect) {
 	case SideDone:
 		m.sideDone(e)
 	case TimerFired:
-		m.timer(e.Kind)
+		m.timer(e.Name)
 	case IdleCheck:
 		m.idleCheck(e)
 	case GateClosed:
@@ -359,30 +375,36 @@ type machine struct {
 	cfg Config
 	s   State
 	now time.Time
-	fx  []Effect
+	fx  []step.Effect
 }
 
-func (m *machine) add(f ...Effect) { m.fx = append(m.fx, f...) }
+func (m *machine) add(f ...step.Effect) { m.fx = append(m.fx, f...) }
 
 func (m *machine) do(op Op) {
 	m.s.Op, m.s.StepBegan, m.s.Wait = op, m.now, waitNone
-	m.add(Effect{Kind: Do, Op: op})
+	m.add(Do{Op: op})
 }
 
-func (m *machine) side(op Op) { m.add(Effect{Kind: Side, Op: op}) }
+func (m *machine) side(op Op) { m.add(Side{Op: op}) }
 
 func (m *machine) arm(timer string, at time.Time) {
-	m.add(Effect{Kind: Arm, Timer: timer, At: at})
+	m.add(step.Arm{Timer: timer, At: at})
 }
 
 func (m *machine) cancel(timers ...string) {
 	for _, t := range timers {
-		m.add(Effect{Kind: Cancel, Timer: t})
+		m.add(step.Cancel{Timer: t})
 	}
 }
 
+// emit raises an event. A failure the status shows (a failed wake, a
+// stand-down, a stop not proven) is kept as LastFailure.
 func (m *machine) emit(kind string, level messages.Level, msg string) {
-	m.add(Effect{Kind: Emit, Event: kind, Level: level, Message: msg})
+	switch kind {
+	case messages.KindHostWakeFailed, messages.KindHostStoodDown, messages.KindHostStopPending:
+		m.s.LastFailure = msg
+	}
+	m.add(step.Emit{Kind: kind, Level: level, Message: msg})
 }
 
 func (m *machine) phase(p messages.HostState, why string) {
@@ -395,7 +417,7 @@ func (m *machine) phase(p messages.HostState, why string) {
 }
 
 func (m *machine) answer(ok bool, status int, retry time.Duration, msg string) {
-	m.add(Effect{Kind: Answer, OK: ok, Status: status, RetryAfter: retry, Message: msg})
+	m.add(Answer{OK: ok, Status: status, RetryAfter: retry, Err: msg})
 }
 
 // refuse answers every waiter with a 503 and the default Retry-After.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 	"pgregory.net/rapid"
 )
 
@@ -27,7 +28,7 @@ type run struct {
 	cfg Config
 	s   State
 	now time.Time
-	fx  []Effect
+	fx  []step.Effect
 }
 
 func newRun(t *testing.T, cfg Config) *run {
@@ -37,15 +38,15 @@ func newRun(t *testing.T, cfg Config) *run {
 	return r
 }
 
-func (r *run) step(e any) []Effect {
+func (r *run) step(e any) []step.Effect {
 	r.t.Helper()
-	var fx []Effect
+	var fx []step.Effect
 	r.s, fx = Step(r.cfg, r.s, e, r.now)
 	r.fx = append(r.fx, fx...)
 	return fx
 }
 
-func (r *run) done(op Op, outcome string) []Effect {
+func (r *run) done(op Op, outcome string) []step.Effect {
 	r.t.Helper()
 	if r.s.Op != op {
 		r.t.Fatalf("op in flight is %q, want %q (state %+v)", r.s.Op, op, r.s)
@@ -64,39 +65,50 @@ func (r *run) wake(reason messages.WakeReason) {
 		r.done(op, OK)
 	}
 	r.advance(30 * time.Millisecond)
-	r.done(OpProbe, OK)
+	r.done(OpReadyCheck, OK)
 	if r.s.Phase != messages.HostAwake {
 		r.t.Fatalf("not awake: %+v", r.s)
 	}
 }
 
-func find(fx []Effect, k EffectKind) (Effect, bool) {
+// find returns the first effect of type T.
+func find[T step.Effect](fx []step.Effect) (T, bool) {
 	for _, f := range fx {
-		if f.Kind == k {
-			return f, true
+		if t, ok := f.(T); ok {
+			return t, true
 		}
 	}
-	return Effect{}, false
+	var zero T
+	return zero, false
 }
 
-func doOps(fx []Effect) []Op {
+func doOps(fx []step.Effect) []Op {
 	var out []Op
 	for _, f := range fx {
-		if f.Kind == Do {
-			out = append(out, f.Op)
+		if d, ok := f.(Do); ok {
+			out = append(out, d.Op)
 		}
 	}
 	return out
 }
 
-func events(fx []Effect) []string {
+func events(fx []step.Effect) []string {
 	var out []string
 	for _, f := range fx {
-		if f.Kind == Emit {
-			out = append(out, f.Event)
+		if e, ok := f.(step.Emit); ok {
+			out = append(out, e.Kind)
 		}
 	}
 	return out
+}
+
+func emitted(fx []step.Effect, kind string) (step.Emit, bool) {
+	for _, f := range fx {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
+			return e, true
+		}
+	}
+	return step.Emit{}, false
 }
 
 // ACT-2, ACT-4: a wake runs its steps in order, every transition is an
@@ -104,7 +116,7 @@ func events(fx []Effect) []string {
 func TestACT4WakeStepsInOrder(t *testing.T) {
 	r := newRun(t, testConfig())
 	r.wake(messages.WakeRequest)
-	want := []Op{OpDefinition, OpAcquire, OpRestore, OpStart, OpProbe}
+	want := []Op{OpDefinition, OpAcquire, OpRestore, OpStart, OpReadyCheck}
 	if got := doOps(r.fx); len(got) < len(want) {
 		t.Fatalf("ops %v", got)
 	} else {
@@ -114,11 +126,9 @@ func TestACT4WakeStepsInOrder(t *testing.T) {
 			}
 		}
 	}
-	var woke Effect
-	for _, f := range r.fx {
-		if f.Kind == Emit && f.Event == messages.KindHostWoke {
-			woke = f
-		}
+	woke, ok := find[RecordWake](r.fx)
+	if !ok {
+		t.Fatal("wake steps not recorded")
 	}
 	names := []string{}
 	for _, st := range woke.Steps {
@@ -131,6 +141,10 @@ func TestACT4WakeStepsInOrder(t *testing.T) {
 	if woke.Steps[1].Duration != 100*time.Millisecond || woke.Steps[4].Duration != 30*time.Millisecond {
 		t.Fatalf("step durations %+v", woke.Steps)
 	}
+	ev, ok := emitted(r.fx, messages.KindHostWoke)
+	if !ok || ev.Fields["step.lease"] != "100ms" || ev.Fields["step."+StepReady] != "30ms" || ev.Fields["reason"] != string(messages.WakeRequest) {
+		t.Fatalf("host.woke event %+v", ev)
+	}
 	states := 0
 	for _, e := range events(r.fx) {
 		if e == messages.KindHostState {
@@ -140,10 +154,10 @@ func TestACT4WakeStepsInOrder(t *testing.T) {
 	if states != 2 { // asleep -> waking -> awake
 		t.Fatalf("state events %d", states)
 	}
-	if _, ok := find(r.fx, StartSidecars); !ok {
+	if _, ok := find[StartSidecars](r.fx); !ok {
 		t.Fatal("sidecars not started")
 	}
-	if f, ok := find(r.fx, OpenGate); !ok || !f.Stamp {
+	if f, ok := find[OpenGate](r.fx); !ok || !f.Stamp {
 		t.Fatal("gate not opened with a request stamp")
 	}
 }
@@ -171,11 +185,11 @@ func TestACT4SeedOnFirstBoot(t *testing.T) {
 		t.Fatalf("after first boot: %v", ops)
 	}
 	fx = r.done(OpSeed, Failed)
-	a, ok := find(fx, Answer)
+	a, ok := find[Answer](fx)
 	if !ok || a.OK || a.Status != 503 {
 		t.Fatalf("failed seed answered %+v", a)
 	}
-	if _, ok := find(r.fx, OpenGate); ok {
+	if _, ok := find[OpenGate](r.fx); ok {
 		t.Fatal("the gate opened after a failed seed")
 	}
 	// Nothing started, so only the lease is released.
@@ -200,12 +214,15 @@ func TestACT3CoalesceAndFailOnce(t *testing.T) {
 	}
 	r.done(OpDefinition, OK)
 	fx := r.step(OpDone{Op: OpAcquire, Outcome: Held, RetryAfter: 17 * time.Second, Err: "held by b"})
-	a, ok := find(fx, Answer)
+	a, ok := find[Answer](fx)
 	if !ok || a.OK || a.RetryAfter != 17*time.Second {
 		t.Fatalf("held lease answered %+v", a)
 	}
 	if r.s.Phase != messages.HostAsleep || r.s.Op != OpNone {
 		t.Fatalf("after a failed wake: %+v", r.s)
+	}
+	if r.s.LastFailure != "lease: held by b" {
+		t.Fatalf("last failure %q", r.s.LastFailure)
 	}
 	fx = r.step(WakeAsked{Reason: messages.WakeRequest})
 	if ops := doOps(fx); len(ops) != 1 || ops[0] != OpDefinition {
@@ -220,11 +237,11 @@ func TestACT8SleepOrder(t *testing.T) {
 	r.wake(messages.WakeRequest)
 	r.advance(16 * time.Minute)
 	r.fx = nil
-	r.step(TimerFired{Kind: TimerIdle})
+	r.step(TimerFired{Name: TimerIdle})
 	r.step(IdleCheck{LastActivity: t0})
 	r.done(OpNextDue, OK)
 	r.step(GateClosed{OK: true})
-	if _, ok := find(r.fx, StopSidecars); !ok || r.s.Op != OpNone {
+	if _, ok := find[StopSidecars](r.fx); !ok || r.s.Op != OpNone {
 		t.Fatalf("sidecars not stopped first: %+v", r.s)
 	}
 	r.step(SidecarsStopped{Proven: true})
@@ -261,8 +278,8 @@ func TestACT8PendingStopAndOwedRelease(t *testing.T) {
 	if r.s.Phase != messages.HostStopping || !r.s.Leased || r.s.Op != OpNone {
 		t.Fatalf("unproven stop: %+v", r.s)
 	}
-	fx := r.step(TimerFired{Kind: TimerRenew})
-	if f, ok := find(fx, Side); !ok || f.Op != SideRenew {
+	fx := r.step(TimerFired{Name: TimerRenew})
+	if f, ok := find[Side](fx); !ok || f.Op != SideRenew {
 		t.Fatal("lease not renewed while the stop is pending")
 	}
 	r.step(SideDone{Op: SideRenew, Outcome: OK})
@@ -305,11 +322,14 @@ func TestACT8OwedReleaseRetried(t *testing.T) {
 func TestACT6LostLeaseNeverCheckpoints(t *testing.T) {
 	r := newRun(t, testConfig())
 	r.wake(messages.WakeRequest)
-	r.step(TimerFired{Kind: TimerRenew})
+	r.step(TimerFired{Name: TimerRenew})
 	fx := r.step(SideDone{Op: SideRenew, Outcome: Failed, Err: "precondition failed"})
 	ev := events(fx)
 	if !contains(ev, messages.KindLeaseLost) || !contains(ev, messages.KindHostStoodDown) {
 		t.Fatalf("events %v", ev)
+	}
+	if r.s.LastFailure != "lease lost" {
+		t.Fatalf("last failure %q", r.s.LastFailure)
 	}
 	r.step(SidecarsStopped{Proven: true})
 	r.done(OpStopInstance, OK)
@@ -317,8 +337,15 @@ func TestACT6LostLeaseNeverCheckpoints(t *testing.T) {
 		t.Fatalf("after stand-down: %+v", r.s)
 	}
 	for _, f := range r.fx {
-		if (f.Kind == Do && (f.Op == OpCheckpoint || f.Op == OpRelease)) || (f.Kind == Side && f.Op == SideCheckpoint) {
-			t.Fatalf("%v after a lost lease", f.Op)
+		switch f := f.(type) {
+		case Do:
+			if f.Op == OpCheckpoint || f.Op == OpRelease {
+				t.Fatalf("%v after a lost lease", f.Op)
+			}
+		case Side:
+			if f.Op == SideCheckpoint {
+				t.Fatalf("%v after a lost lease", f.Op)
+			}
 		}
 	}
 }
@@ -365,7 +392,7 @@ func TestACT7IdleNeedsNothingInFlight(t *testing.T) {
 	}
 	last := r.now.Add(-time.Minute)
 	fx = r.step(IdleCheck{LastActivity: last})
-	if f, ok := find(fx, Arm); !ok || !f.At.Equal(last.Add(15*time.Minute)) || len(doOps(fx)) != 0 {
+	if f, ok := find[step.Arm](fx); !ok || f.Timer != TimerIdle || !f.At.Equal(last.Add(15*time.Minute)) || len(doOps(fx)) != 0 {
 		t.Fatalf("recent activity: %+v", fx)
 	}
 	fx = r.step(IdleCheck{LastActivity: r.now.Add(-15 * time.Minute)})
@@ -388,7 +415,7 @@ func TestACT10DueSoonKeepsAwake(t *testing.T) {
 	r.advance(16 * time.Minute)
 	r.step(IdleCheck{LastActivity: t0})
 	fx := r.step(OpDone{Op: OpNextDue, Outcome: OK, Due: r.now.Add(5 * time.Minute)})
-	if _, ok := find(fx, TryCloseGate); ok || r.s.Phase != messages.HostAwake {
+	if _, ok := find[TryCloseGate](fx); ok || r.s.Phase != messages.HostAwake {
 		t.Fatal("slept with a due time inside the idle window")
 	}
 	r.advance(6 * time.Minute)
@@ -409,16 +436,16 @@ func TestACT10DueSoonKeepsAwake(t *testing.T) {
 func TestACT10DueWakeTicks(t *testing.T) {
 	r := newRun(t, testConfig())
 	r.wake(messages.WakeDue)
-	if f, ok := find(r.fx, Side); !ok || f.Op != SideTick {
+	if f, ok := find[Side](r.fx); !ok || f.Op != SideTick {
 		var sides []Op
 		for _, f := range r.fx {
-			if f.Kind == Side {
+			if f, ok := f.(Side); ok {
 				sides = append(sides, f.Op)
 			}
 		}
 		t.Fatalf("no tick: %v", sides)
 	}
-	if f, _ := find(r.fx, OpenGate); f.Stamp {
+	if f, _ := find[OpenGate](r.fx); f.Stamp {
 		t.Fatal("a due wake stamped activity")
 	}
 	fx := r.step(IdleCheck{LastActivity: time.Time{}})
@@ -426,7 +453,7 @@ func TestACT10DueWakeTicks(t *testing.T) {
 		t.Fatal("slept during the tick")
 	}
 	fx = r.step(SideDone{Op: SideTick, Outcome: OK})
-	if _, ok := find(fx, CheckIdle); !ok {
+	if _, ok := find[CheckIdle](fx); !ok {
 		t.Fatal("no idle check after the tick")
 	}
 }
@@ -442,16 +469,16 @@ func TestACT9Cadence(t *testing.T) {
 		r.wake(messages.WakeRequest)
 		var at time.Time
 		for _, f := range r.fx {
-			if f.Kind == Arm && f.Timer == TimerCheckpoint {
+			if f, ok := f.(step.Arm); ok && f.Timer == TimerCheckpoint {
 				at = f.At
 			}
 		}
 		if at.Sub(r.now) != want {
 			t.Errorf("%s: first checkpoint in %s, want %s", class, at.Sub(r.now), want)
 		}
-		r.step(TimerFired{Kind: TimerCheckpoint})
+		r.step(TimerFired{Name: TimerCheckpoint})
 		fx := r.step(SideDone{Op: SideCheckpoint, Outcome: OK})
-		f, _ := find(fx, Arm)
+		f, _ := find[step.Arm](fx)
 		next := map[string]time.Duration{stackfile.ReplicationStream: time.Second, stackfile.ReplicationBatched: 5 * time.Minute, stackfile.ReplicationDaily: 24 * time.Hour}[class]
 		if f.At.Sub(r.now) != next {
 			t.Errorf("%s: next checkpoint in %s, want %s", class, f.At.Sub(r.now), next)
@@ -475,8 +502,58 @@ func TestACT13DrainSleepsAndRefusesWakes(t *testing.T) {
 		t.Fatalf("not drained: %+v", r.s)
 	}
 	fx := r.step(WakeAsked{Reason: messages.WakeRequest})
-	if a, ok := find(fx, Answer); !ok || a.OK || len(doOps(fx)) != 0 {
+	if a, ok := find[Answer](fx); !ok || a.OK || len(doOps(fx)) != 0 {
 		t.Fatalf("woke while draining: %v", fx)
+	}
+}
+
+// ACT-13: a drained host ends with ExitShutdown, once: when its sleep is
+// done, or at once when it was asleep with nothing in flight.
+func TestACT13DrainedEndsOnce(t *testing.T) {
+	r := newRun(t, testConfig())
+	r.wake(messages.WakeRequest)
+	r.step(Drain{})
+	r.done(OpNextDue, OK)
+	r.step(SidecarsStopped{Proven: true})
+	r.done(OpStopInstance, OK)
+	r.done(OpCheckpoint, OK)
+	r.done(OpSetDue, OK)
+	if _, ok := find[step.End](r.fx); ok {
+		t.Fatal("ended before the lease was released")
+	}
+	fx := r.done(OpRelease, OK)
+	if e, ok := find[step.End](fx); !ok || e.Reason != messages.ExitShutdown || !r.s.Drained {
+		t.Fatalf("drained host did not end with shutdown: %v", fx)
+	}
+	fx = append(r.step(Sweep{}), r.step(WakeAsked{Reason: messages.WakeRequest})...)
+	if _, ok := find[step.End](fx); ok {
+		t.Fatal("ended twice")
+	}
+	idle := newRun(t, testConfig())
+	fx = idle.step(Drain{})
+	if e, ok := find[step.End](fx); !ok || e.Reason != messages.ExitShutdown {
+		t.Fatalf("an idle host did not end at the drain: %v", fx)
+	}
+}
+
+// A retired host clears its due time, then ends normally; nothing happens
+// after the end.
+func TestRetireClearsDueAndEnds(t *testing.T) {
+	r := newRun(t, testConfig())
+	r.s.Due, r.s.DueKnown = t0.Add(time.Hour), true
+	fx := r.step(Retire{})
+	if ops := doOps(fx); len(ops) != 1 || ops[0] != OpSetDue || !r.s.Due.IsZero() {
+		t.Fatalf("retire: ops %v, due %v", ops, r.s.Due)
+	}
+	if a, ok := find[Answer](fx); !ok || a.OK || a.Status != 503 {
+		t.Fatalf("waiters of a retired host answered %+v", a)
+	}
+	fx = r.done(OpSetDue, OK)
+	if e, ok := find[step.End](fx); !ok || e.Reason != "" || !r.s.Ended {
+		t.Fatalf("retired host did not end: %v %+v", fx, r.s)
+	}
+	if fx := r.step(WakeAsked{Reason: messages.WakeRequest}); len(fx) != 0 {
+		t.Fatalf("effects after the end: %v", fx)
 	}
 }
 
@@ -550,7 +627,7 @@ func TestPlainWorkerStartsAtOnce(t *testing.T) {
 	if s.Phase != messages.HostAwake || s.Leased {
 		t.Fatalf("plain worker: %+v", s)
 	}
-	if _, ok := find(fx, StartSidecars); !ok {
+	if _, ok := find[StartSidecars](fx); !ok {
 		t.Fatal("no sidecars")
 	}
 }
@@ -568,7 +645,7 @@ func TestCoreProperties(t *testing.T) {
 		s, _ := Step(cfg, State{}, Begin{}, now)
 		outcomes := []string{OK, OK, OK, Failed, Held, Lost, FirstBoot, Corrupt, Unproven, NotReady, Unchanged}
 		sides := []Op{SideRenew, SideCheckpoint, SideTick}
-		timers := []string{TimerRenew, TimerIdle, TimerCheckpoint, TimerProbe}
+		timers := []string{TimerRenew, TimerIdle, TimerCheckpoint, TimerReadyCheck}
 		for i := range rapid.IntRange(1, 120).Draw(rt, "n") {
 			now = now.Add(time.Duration(rapid.IntRange(0, 600).Draw(rt, "dt")) * time.Second)
 			var e any
@@ -580,7 +657,7 @@ func TestCoreProperties(t *testing.T) {
 			case 5:
 				e = SideDone{Op: rapid.SampledFrom(sides).Draw(rt, "side"), Outcome: rapid.SampledFrom(outcomes).Draw(rt, "sout")}
 			case 6:
-				e = TimerFired{Kind: rapid.SampledFrom(timers).Draw(rt, "timer")}
+				e = TimerFired{Name: rapid.SampledFrom(timers).Draw(rt, "timer")}
 			case 7:
 				e = IdleCheck{InFlight: rapid.IntRange(0, 1).Draw(rt, "inflight"), LastActivity: now.Add(-time.Duration(rapid.IntRange(0, 3600).Draw(rt, "ago")) * time.Second)}
 			case 8:
@@ -595,14 +672,26 @@ func TestCoreProperties(t *testing.T) {
 				e = Sweep{}
 			}
 			before := s
-			var fx []Effect
+			var fx []step.Effect
 			s, fx = Step(cfg, s, e, now)
 			if before.Ended && len(fx) > 0 {
 				rt.Fatalf("step %d: effects after the end", i)
 			}
 			for _, f := range fx {
-				switch {
-				case f.Kind == Do:
+				switch f := f.(type) {
+				case step.Arm:
+					if !contains(timers, f.Timer) {
+						rt.Fatalf("step %d: armed unknown timer %q", i, f.Timer)
+					}
+				case step.Cancel:
+					if !contains(timers, f.Timer) {
+						rt.Fatalf("step %d: cancelled unknown timer %q", i, f.Timer)
+					}
+				case step.End:
+					if !s.Ended && !(s.Drained && !before.Drained) {
+						rt.Fatalf("step %d: ended neither retired nor newly drained: %+v", i, s)
+					}
+				case Do:
 					if d, ok := e.(OpDone); before.Op != OpNone && !(ok && d.Op == before.Op) {
 						rt.Fatalf("step %d: %s started while %s in flight (event %T)", i, f.Op, before.Op, e)
 					}
@@ -618,10 +707,14 @@ func TestCoreProperties(t *testing.T) {
 					if f.Op == OpRelease && (s.Started || s.SidecarsUp) {
 						rt.Fatalf("step %d: release before the workload stopped", i)
 					}
-				case f.Kind == Side && f.Op == SideCheckpoint && (!s.Leased || s.LeaseLost):
-					rt.Fatalf("step %d: periodic checkpoint without a valid lease", i)
-				case f.Kind == OpenGate && !s.Leased:
-					rt.Fatalf("step %d: gate opened without a lease", i)
+				case Side:
+					if f.Op == SideCheckpoint && (!s.Leased || s.LeaseLost) {
+						rt.Fatalf("step %d: periodic checkpoint without a valid lease", i)
+					}
+				case OpenGate:
+					if !s.Leased {
+						rt.Fatalf("step %d: gate opened without a lease", i)
+					}
 				}
 			}
 			if s.Phase == messages.HostAwake && !s.Leased && !s.LeaseLost {

@@ -98,8 +98,8 @@ func (a *Actor) startOp(op Op) {
 		a.opSeed(def, drv, dir)
 	case OpStart:
 		a.opStart(def, drv, dir)
-	case OpProbe:
-		a.opProbe(def, drv)
+	case OpReadyCheck:
+		a.opReadyCheck(def, drv)
 	case OpNextDue:
 		a.opNextDue(def)
 	case OpStopInstance:
@@ -393,9 +393,9 @@ func (a *Actor) opStart(def messages.HostDefinition, drv drivers.Driver, dir str
 	})
 }
 
-// opProbe checks readiness once: the healthcheck, or, without one, a TCP
-// connect to the edge port.
-func (a *Actor) opProbe(def messages.HostDefinition, drv drivers.Driver) {
+// opReadyCheck checks readiness once: the healthcheck, or, without one, a
+// TCP connect to the edge port.
+func (a *Actor) opReadyCheck(def messages.HostDefinition, drv drivers.Driver) {
 	if a.prober == nil {
 		a.prober = probe.NewProber(drv, a.h.Clock())
 	}
@@ -407,7 +407,7 @@ func (a *Actor) opProbe(def messages.HostDefinition, drv drivers.Driver) {
 		cfg.Port = port(def.Definition)
 	}
 	pr, target := a.prober, probe.Target{Instance: a.inst, Addresses: maps.Clone(a.addrs)}
-	a.launch(OpProbe, a.env.StepTimeout, func(ctx context.Context, _ *result) (string, error) {
+	a.launch(OpReadyCheck, a.env.StepTimeout, func(ctx context.Context, _ *result) (string, error) {
 		res := pr.Probe(ctx, cfg, target)
 		if res.Outcome == probe.Healthy {
 			return OK, nil

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // opDone routes the end of a main operation.
@@ -30,7 +31,7 @@ func (m *machine) opDone(e OpDone) {
 			m.pend(messages.WakeResume)
 		}
 		m.settle()
-	case OpDefinition, OpAcquire, OpRestore, OpSeed, OpStart, OpProbe:
+	case OpDefinition, OpAcquire, OpRestore, OpSeed, OpStart, OpReadyCheck:
 		m.wakeOpDone(e)
 	case OpNextDue:
 		m.nextDueDone(e)
@@ -60,8 +61,11 @@ func (m *machine) settle() {
 			return
 		}
 		s.Ended = true
-		m.add(Effect{Kind: End})
+		m.add(step.End{})
 	case s.Draining:
+		if !s.Drained {
+			m.add(step.End{Reason: messages.ExitShutdown})
+		}
 		s.Drained, s.WakePending = true, false
 	case s.WakePending:
 		m.beginWake(s.WakePendingReason)
@@ -81,7 +85,7 @@ func (m *machine) sleepNow() {
 	}
 	s.Forced = true
 	m.cancel(TimerIdle)
-	m.add(Effect{Kind: SealGate})
+	m.add(SealGate{})
 	if s.Op == OpNone && s.Wait != waitClose {
 		if m.cfg.Hibernating {
 			m.do(OpNextDue)
@@ -99,8 +103,8 @@ func (m *machine) beginStop(why string) {
 		s.StopReason = why
 	}
 	s.Stage, s.Blocked, s.Wait, s.Forced = stageSidecars, "", waitNone, false
-	m.cancel(TimerIdle, TimerCheckpoint, TimerProbe)
-	m.add(Effect{Kind: SealGate})
+	m.cancel(TimerIdle, TimerCheckpoint, TimerReadyCheck)
+	m.add(SealGate{})
 	m.phase(messages.HostStopping, " ("+why+")")
 	m.advanceStop()
 }
@@ -117,7 +121,7 @@ func (m *machine) advanceStop() {
 		case stageSidecars:
 			if s.SidecarsUp {
 				s.Wait = waitSidecars
-				m.add(Effect{Kind: StopSidecars})
+				m.add(StopSidecars{})
 				return
 			}
 			s.Stage = stageInstance
@@ -256,7 +260,7 @@ func (m *machine) standDown(why string) {
 		if s.Op != OpNone {
 			// The next-due query in flight ends the stand-down.
 			s.StopReason, s.Forced = why, true
-			m.add(Effect{Kind: SealGate})
+			m.add(SealGate{})
 			return
 		}
 		m.beginStop(why)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // wakeAsked handles a request to be awake (ACT-3): one wake at a time,
@@ -70,9 +71,9 @@ func (m *machine) stepDone(name string) {
 // it.
 func (m *machine) wakeOpDone(e OpDone) {
 	s := &m.s
-	if e.Op == OpProbe {
+	if e.Op == OpReadyCheck {
 		if e.Outcome == OK || !m.now.Before(s.ReadyBy) {
-			s.Wake.Steps = append(s.Wake.Steps, messages.WakeStep{Step: string(OpProbe), Duration: m.now.Sub(s.ReadyBegan)})
+			s.Wake.Steps = append(s.Wake.Steps, messages.WakeStep{Step: StepReady, Duration: m.now.Sub(s.ReadyBegan)})
 			s.StepBegan = m.now
 		}
 	} else {
@@ -154,8 +155,8 @@ func (m *machine) wakeOpDone(e OpDone) {
 			return
 		}
 		s.ProbeDelay, s.ReadyBy, s.ReadyBegan = m.cfg.ProbeFirst, m.now.Add(m.cfg.ReadyTimeout), m.now
-		m.do(OpProbe)
-	case OpProbe:
+		m.do(OpReadyCheck)
+	case OpReadyCheck:
 		if e.Outcome == OK {
 			m.serve()
 			return
@@ -164,8 +165,8 @@ func (m *machine) wakeOpDone(e OpDone) {
 			m.failWake(503, m.cfg.RetryAfter, fmt.Sprintf("not ready within %s: %s", m.cfg.ReadyTimeout, e.Err))
 			return
 		}
-		s.Wait = waitProbe
-		m.arm(TimerProbe, m.now.Add(s.ProbeDelay))
+		s.Wait = waitReady
+		m.arm(TimerReadyCheck, m.now.Add(s.ProbeDelay))
 		if m.now.Sub(s.ReadyBegan) >= m.cfg.ProbeFastFor {
 			s.ProbeDelay = min(2*s.ProbeDelay, m.cfg.ProbeMax)
 		}
@@ -173,7 +174,7 @@ func (m *machine) wakeOpDone(e OpDone) {
 }
 
 // abortWake ends a wake from outside its steps (a lost lease, a dead
-// instance): at once while it waits for a probe, else when the step in
+// instance): at once while it waits between readiness checks, else when the step in
 // flight ends.
 func (m *machine) abortWake(msg string) {
 	if m.s.StopReason == "" {
@@ -202,17 +203,19 @@ func (m *machine) serve() {
 	s.Op, s.Wait = OpNone, waitNone
 	if m.cfg.HasSidecars {
 		s.StepBegan = m.now
-		m.add(Effect{Kind: StartSidecars})
+		m.add(StartSidecars{})
 		s.SidecarsUp = true
-		m.stepDone("sidecars")
+		m.stepDone(StepSidecars)
 	}
 	if m.cfg.HasInstance {
-		m.add(Effect{Kind: OpenGate, Stamp: s.Wake.Reason == messages.WakeRequest})
+		m.add(OpenGate{Stamp: s.Wake.Reason == messages.WakeRequest})
 	}
 	s.Wakes++
 	m.phase(messages.HostAwake, "")
-	m.add(Effect{Kind: Emit, Event: messages.KindHostWoke, Level: messages.LevelInfo,
-		Message: fmt.Sprintf("woke (%s) in %s", s.Wake.Reason, m.now.Sub(s.Wake.Began)), Steps: append([]messages.WakeStep(nil), s.Wake.Steps...)})
+	steps := append([]messages.WakeStep(nil), s.Wake.Steps...)
+	m.add(step.Emit{Kind: messages.KindHostWoke, Level: messages.LevelInfo,
+		Message: fmt.Sprintf("woke (%s) in %s", s.Wake.Reason, m.now.Sub(s.Wake.Began)), Fields: wokeFields(s.Wake.Reason, steps)})
+	m.add(RecordWake{Steps: steps})
 	m.answer(true, 0, 0, "")
 	if m.idles() {
 		m.arm(TimerIdle, m.now.Add(m.cfg.Idle))
@@ -234,7 +237,7 @@ func (m *machine) serve() {
 func (m *machine) failWake(status int, retry time.Duration, msg string) {
 	s := &m.s
 	s.Op, s.Wait, s.LastErr = OpNone, waitNone, msg
-	m.cancel(TimerProbe)
+	m.cancel(TimerReadyCheck)
 	m.emit(messages.KindHostWakeFailed, messages.LevelWarn, msg)
 	m.answer(false, status, retry, msg)
 	if s.Started || s.SidecarsUp || s.Leased {
@@ -243,4 +246,17 @@ func (m *machine) failWake(status int, retry time.Duration, msg string) {
 	}
 	m.phase(messages.HostAsleep, "")
 	m.settle()
+}
+
+// wokeFields are the host.woke event's fields: each step's duration
+// (step.NAME) and the wake's reason.
+func wokeFields(reason messages.WakeReason, steps []messages.WakeStep) map[string]string {
+	if len(steps) == 0 {
+		return nil
+	}
+	fields := map[string]string{"reason": string(reason)}
+	for _, st := range steps {
+		fields["step."+st.Step] = st.Duration.String()
+	}
+	return fields
 }
