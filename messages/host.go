@@ -169,13 +169,6 @@ type HostOpDone struct {
 	Err     string
 }
 
-// HostTimer is a host actor's own message: its timer of kind Kind fired;
-// Seq tells a timer re-armed since from the current one.
-type HostTimer struct {
-	Kind string
-	Seq  uint64
-}
-
 // HostInstanceExited is a host actor's own message: the driver's watch saw
 // its instance's run end.
 type HostInstanceExited struct {
@@ -222,12 +215,6 @@ type SidecarOpDone struct {
 // SidecarExited is a sidecar actor's own message: its run ended.
 type SidecarExited struct {
 	Exit drivers.Exit
-}
-
-// SidecarTimer is a sidecar actor's own message: its timer fired.
-type SidecarTimer struct {
-	Kind string
-	Seq  uint64
 }
 
 // ActivatorSweep is the activator's own timer: time for the sweep
