@@ -487,29 +487,8 @@ func TestACT9Cadence(t *testing.T) {
 }
 
 // ACT-13: once draining nothing wakes, and an awake host sleeps with its
-// final checkpoint and lease release.
+// final checkpoint and lease release, then ends with ExitShutdown, once.
 func TestACT13DrainSleepsAndRefusesWakes(t *testing.T) {
-	r := newRun(t, testConfig())
-	r.wake(messages.WakeRequest)
-	r.step(Drain{})
-	r.done(OpNextDue, OK)
-	r.step(SidecarsStopped{Proven: true})
-	r.done(OpStopInstance, OK)
-	r.done(OpCheckpoint, OK)
-	r.done(OpSetDue, OK)
-	r.done(OpRelease, OK)
-	if !r.s.Drained {
-		t.Fatalf("not drained: %+v", r.s)
-	}
-	fx := r.step(WakeAsked{Reason: messages.WakeRequest})
-	if a, ok := find[Answer](fx); !ok || a.OK || len(doOps(fx)) != 0 {
-		t.Fatalf("woke while draining: %v", fx)
-	}
-}
-
-// ACT-13: a drained host ends with ExitShutdown, once: when its sleep is
-// done, or at once when it was asleep with nothing in flight.
-func TestACT13DrainedEndsOnce(t *testing.T) {
 	r := newRun(t, testConfig())
 	r.wake(messages.WakeRequest)
 	r.step(Drain{})
@@ -522,17 +501,27 @@ func TestACT13DrainedEndsOnce(t *testing.T) {
 		t.Fatal("ended before the lease was released")
 	}
 	fx := r.done(OpRelease, OK)
-	if e, ok := find[step.End](fx); !ok || e.Reason != messages.ExitShutdown || !r.s.Drained {
+	if !r.s.Drained {
+		t.Fatalf("not drained: %+v", r.s)
+	}
+	if e, ok := find[step.End](fx); !ok || e.Reason != messages.ExitShutdown {
 		t.Fatalf("drained host did not end with shutdown: %v", fx)
 	}
-	fx = append(r.step(Sweep{}), r.step(WakeAsked{Reason: messages.WakeRequest})...)
-	if _, ok := find[step.End](fx); ok {
+	fx = r.step(WakeAsked{Reason: messages.WakeRequest})
+	if a, ok := find[Answer](fx); !ok || a.OK || len(doOps(fx)) != 0 {
+		t.Fatalf("woke while draining: %v", fx)
+	}
+	if _, ok := find[step.End](append(fx, r.step(Sweep{})...)); ok {
 		t.Fatal("ended twice")
 	}
-	idle := newRun(t, testConfig())
-	fx = idle.step(Drain{})
-	if e, ok := find[step.End](fx); !ok || e.Reason != messages.ExitShutdown {
-		t.Fatalf("an idle host did not end at the drain: %v", fx)
+}
+
+// ACT-13: an asleep host with nothing in flight ends at the drain.
+func TestACT13AsleepEndsAtDrain(t *testing.T) {
+	r := newRun(t, testConfig())
+	fx := r.step(Drain{})
+	if e, ok := find[step.End](fx); !ok || e.Reason != messages.ExitShutdown || !r.s.Drained {
+		t.Fatalf("an asleep host did not end at the drain: %v", fx)
 	}
 }
 
