@@ -9,6 +9,7 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 	"pgregory.net/rapid"
 )
 
@@ -31,7 +32,7 @@ type sim struct {
 	cfg Config
 	s   State
 	now time.Time
-	fx  []Effect
+	fx  []step.Effect
 }
 
 func newSim(t *testing.T, hc bool) *sim {
@@ -63,7 +64,7 @@ func (m *sim) wantPhase(p Phase, inRotation bool) *sim {
 func (m *sim) wantEvent(kind string) *sim {
 	m.t.Helper()
 	for _, f := range m.fx {
-		if f.Kind == Emit && f.Event == kind {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
 			return m
 		}
 	}
@@ -71,14 +72,14 @@ func (m *sim) wantEvent(kind string) *sim {
 	return m
 }
 
-func (m *sim) timer(kind TimerKind) time.Time {
+func (m *sim) timer(name string) time.Time {
 	m.t.Helper()
 	for _, f := range m.fx {
-		if f.Kind == ArmTimer && f.Timer == kind {
-			return f.At
+		if a, ok := f.(step.Arm); ok && a.Timer == name {
+			return a.At
 		}
 	}
-	m.t.Fatalf("no %s timer in %+v", kind, m.fx)
+	m.t.Fatalf("no %s timer in %+v", name, m.fx)
 	return time.Time{}
 }
 
@@ -155,7 +156,7 @@ func TestSUP15ReplaceAfterThreeHealthRestarts(t *testing.T) {
 	}
 	m.do(OpDone{Op: OpStop}).wantOp(OpDelete)
 	m.do(OpDone{Op: OpDelete}).wantPhase(PhaseGone, false)
-	if m.fx[len(m.fx)-1].Kind != End {
+	if _, ok := m.fx[len(m.fx)-1].(step.End); !ok {
 		t.Fatalf("no End effect: %+v", m.fx)
 	}
 }
@@ -173,7 +174,7 @@ func TestSUP12DyingAfterEveryStartClimbsTheLadder(t *testing.T) {
 			at := m.timer(TimerRestart)
 			waits = append(waits, at.Sub(m.now))
 			m.now = at
-			m.do(Tick{Timer: TimerRestart}).wantOp(OpStart)
+			m.do(Tick{Name: TimerRestart}).wantOp(OpStart)
 		}
 		m.do(OpDone{Op: OpStart})
 		m.now = m.now.Add(time.Second)
@@ -201,7 +202,7 @@ func TestSUP11StableWindowDropsEntry(t *testing.T) {
 		t.Fatalf("entry %v stable timer at +%s", m.s.HasEntry, at.Sub(m.now))
 	}
 	m.now = at
-	m.do(Tick{Timer: TimerStable})
+	m.do(Tick{Name: TimerStable})
 	if m.s.HasEntry {
 		t.Fatal("entry kept after 5m stable")
 	}
@@ -246,7 +247,7 @@ func TestSVC8ConservativeRecovery(t *testing.T) {
 	m := newSim(t, true).boot()
 	m.do(result(probe.Healthy, m.now))
 	before := m.s
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Err: drivers.Errorf("fake", "inspect", "x", drivers.ErrTransient, "")}).wantPhase(PhaseServing, true).wantOp(OpNone)
 	if m.s.HasEntry != before.HasEntry || m.s.Restarts != before.Restarts {
 		t.Fatal("transient error changed the ledger")
@@ -261,7 +262,7 @@ func TestSVC8ConservativeRecovery(t *testing.T) {
 	}
 
 	m = newSim(t, true).boot()
-	m.do(Tick{Timer: TimerSweep})
+	m.do(Tick{Name: TimerSweep})
 	m.do(OpDone{Op: OpInspect, Err: drivers.Errorf("fake", "inspect", "x", drivers.ErrNotFound, "")}).wantEvent(messages.KindReplicaReplaced)
 	if !m.s.Replace || m.s.InRotation || m.s.Op == OpCreate {
 		t.Fatalf("missing instance: replace %v rotation %v op %s", m.s.Replace, m.s.InRotation, m.s.Op)
@@ -273,7 +274,7 @@ func TestSVC8TransitionalObserved(t *testing.T) {
 	m := newSim(t, true)
 	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRestarting}}).wantPhase(PhaseAdopting, false).wantOp(OpNone)
 	m.now = m.timer(TimerSweep)
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseProbing, false)
 }
 
@@ -283,7 +284,7 @@ func TestSVC9StartTimeChanged(t *testing.T) {
 	m := newSim(t, true).boot()
 	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
 	m.now = m.now.Add(time.Minute)
-	m.do(Tick{Timer: TimerSweep})
+	m.do(Tick{Name: TimerSweep})
 	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseProbing, false).wantEvent(messages.KindReplicaRestarted)
 	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
 }
@@ -294,7 +295,7 @@ func TestSVC10StoppedIntent(t *testing.T) {
 	m := newSim(t, false).boot()
 	m.do(Command{Intent: messages.IntentStop}).wantOp(OpStop).wantPhase(PhaseStopping, false)
 	m.do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false).wantOp(OpNone)
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantOp(OpStop)
 	m.do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false)
 	m.do(Command{Intent: messages.IntentRun}).wantOp(OpStart)
@@ -314,7 +315,7 @@ func TestSUP9AdoptionNeverRestarts(t *testing.T) {
 	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour)}}).wantPhase(PhaseProbing, false).wantOp(OpNone)
 	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
 	for _, f := range m.fx {
-		if f.Kind == DoOp {
+		if _, ok := f.(DoOp); ok {
 			t.Fatalf("adoption made a driver call: %+v", f)
 		}
 	}
@@ -348,24 +349,25 @@ func TestReplicaProperties(t *testing.T) {
 			case 2:
 				e = result(rapid.SampledFrom([]probe.Outcome{probe.Healthy, probe.Unhealthy, probe.Error}).Draw(t, "outcome"), now)
 			case 3, 4:
-				e = Tick{Timer: rapid.SampledFrom([]string{TimerRestart, TimerProbe, TimerSweep, TimerStable}).Draw(t, "timer")}
+				e = Tick{Name: rapid.SampledFrom([]string{TimerRestart, TimerProbe, TimerSweep, TimerStable}).Draw(t, "timer")}
 			default:
 				e = Command{Intent: rapid.SampledFrom([]messages.Intent{messages.IntentRun, messages.IntentStop, messages.IntentRetire}).Draw(t, "intent")}
 			}
 			prev := s
-			var fx []Effect
+			var fx []step.Effect
 			s, fx = Step(cfg, s, e, now)
 			if _, ok := e.(Probed); ok {
 				probeInFlight = false
 			}
-			if n := countKind(fx, DoProbe); n > 1 || (n == 1 && probeInFlight) {
+			if n := count[DoProbe](fx); n > 1 || (n == 1 && probeInFlight) {
 				t.Fatalf("a second probe started while one runs (after %T)", e)
 			} else if n == 1 {
 				probeInFlight = true
 			}
 			calls := 0
 			for _, f := range fx {
-				if f.Kind != DoOp {
+				f, ok := f.(DoOp)
+				if !ok {
 					continue
 				}
 				calls++
@@ -406,7 +408,7 @@ func TestSUP14FailedStopOfHealthRestartRetried(t *testing.T) {
 	m.do(OpDone{Op: OpStop, Err: drivers.Errorf("fake", "stop", "x", drivers.ErrTransient, "")}).wantOp(OpNone)
 	at := m.timer(TimerSweep)
 	m.now = at
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(t0)}).wantOp(OpStop)
 	m.do(OpDone{Op: OpStop}).wantOp(OpStart)
 }
@@ -416,8 +418,8 @@ func TestSUP14FailedStopOfHealthRestartRetried(t *testing.T) {
 func TestSVC7ProbeKeptArmedAcrossDriverCalls(t *testing.T) {
 	m := newSim(t, true).boot()
 	m.do(result(probe.Healthy, m.now))
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
-	m.do(Tick{Timer: TimerProbe}) // due during the inspection: skipped
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerProbe}) // due during the inspection: skipped
 	m.do(OpDone{Op: OpInspect, Status: running(t0)})
 	m.timer(TimerProbe)
 }
@@ -428,20 +430,20 @@ func TestSVC7ProbeKeptArmedAcrossDriverCalls(t *testing.T) {
 // probes in a tight loop and ran out of file descriptors.)
 func TestSVC7OneProbeInFlight(t *testing.T) {
 	m := newSim(t, true).boot()
-	m.do(Tick{Timer: TimerProbe})
-	if countKind(m.fx, DoProbe) != 1 {
+	m.do(Tick{Name: TimerProbe})
+	if count[DoProbe](m.fx) != 1 {
 		t.Fatalf("first probe tick: effects %+v", m.fx)
 	}
 	if hasTimer(m.fx, TimerProbe) {
 		t.Fatalf("a probe timer armed while the probe runs: %+v", m.fx)
 	}
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(t0)})
 	if hasTimer(m.fx, TimerProbe) {
 		t.Fatalf("settle armed a probe while one runs: %+v", m.fx)
 	}
-	m.do(Tick{Timer: TimerProbe})
-	if countKind(m.fx, DoProbe) != 0 {
+	m.do(Tick{Name: TimerProbe})
+	if count[DoProbe](m.fx) != 0 {
 		t.Fatalf("second probe started while the first runs: %+v", m.fx)
 	}
 	m.now = m.now.Add(300 * time.Millisecond)
@@ -451,19 +453,20 @@ func TestSVC7OneProbeInFlight(t *testing.T) {
 	}
 }
 
-func countKind(fx []Effect, k EffectKind) int {
+// count is the number of effects of type T in fx.
+func count[T step.Effect](fx []step.Effect) int {
 	n := 0
 	for _, f := range fx {
-		if f.Kind == k {
+		if _, ok := f.(T); ok {
 			n++
 		}
 	}
 	return n
 }
 
-func hasTimer(fx []Effect, kind TimerKind) bool {
+func hasTimer(fx []step.Effect, name string) bool {
 	for _, f := range fx {
-		if f.Kind == ArmTimer && f.Timer == kind {
+		if a, ok := f.(step.Arm); ok && a.Timer == name {
 			return true
 		}
 	}
@@ -514,7 +517,7 @@ func TestSVC19LastErrorCarriesTheReason(t *testing.T) {
 	}
 	// Found stopped by an inspection: with the exit code the driver knows.
 	m = newSim(t, false).boot()
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped, ExitCode: 4}})
 	if m.s.LastError != "found stopped, exit code 4" {
 		t.Fatalf("last error %q", m.s.LastError)
@@ -534,7 +537,7 @@ func TestSUP11StableWindowWithoutHealthcheck(t *testing.T) {
 		t.Fatalf("entry %v, stable timer at +%s", m.s.HasEntry, at.Sub(m.now))
 	}
 	m.now = at
-	m.do(Tick{Timer: TimerStable})
+	m.do(Tick{Name: TimerStable})
 	if m.s.HasEntry {
 		t.Fatal("entry kept after 5m running without a healthcheck")
 	}
