@@ -107,6 +107,10 @@ type State struct {
 	startPending     bool
 	afterFailedStart bool
 	healthRestart    bool
+	// restarting marks a start that is a restart (Restarts counted it):
+	// the inspection that finds the instance running then emits
+	// replica.restarted. A run found stopped clears it.
+	restarting bool
 	// probing is set while a probe runs: one replica has at most one probe
 	// in flight, and the next is armed when its result arrives.
 	probing bool
@@ -290,6 +294,7 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 				reason = s.LastError
 			}
 			s = down(s)
+			s.restarting = false
 			fx := []step.Effect{FetchOutput{}}
 			s, more := charge(cfg, s, now, reason)
 			return s, append(fx, more...)
@@ -327,6 +332,11 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	var fx []step.Effect
 	if adopting {
 		fx = append(fx, StartWatch{})
+	}
+	if s.restarting {
+		s.restarting = false
+		fx = append(fx, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelInfo,
+			Message: fmt.Sprintf("restarted by engenho; running again (restart %d)", s.Restarts)})
 	}
 	if !cfg.Probe.Enabled() {
 		// In rotation while it runs: its stable window starts now (SUP-11).
@@ -413,7 +423,7 @@ func charge(cfg Config, s State, now time.Time, reason string) (State, []step.Ef
 	s.HasEntry = true
 	s.NextAttempt = d.At
 	msg := fmt.Sprintf("%s; failure %d, next attempt %s", reason, d.Failures, d.At.UTC().Format(time.RFC3339))
-	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: msg}}
+	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaFailed, Level: messages.LevelWarn, Message: msg}}
 }
 
 // limit applies max_attempts within window (SUP-16).
@@ -586,6 +596,7 @@ func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
 	}
 	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) {
 		s.Restarts++
+		s.restarting = true
 	}
 	s.Phase, s.Op = PhaseStarting, OpStart
 	return s, []step.Effect{DoOp{Op: OpStart}}

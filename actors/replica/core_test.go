@@ -72,6 +72,31 @@ func (m *sim) wantEvent(kind string) *sim {
 	return m
 }
 
+func (m *sim) noEvent(kind string) *sim {
+	m.t.Helper()
+	for _, f := range m.fx {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
+			m.t.Fatalf("a %s event in %+v", kind, m.fx)
+		}
+	}
+	return m
+}
+
+// event is the one event of kind in the last step's effects.
+func (m *sim) event(kind string) step.Emit {
+	m.t.Helper()
+	var got []step.Emit
+	for _, f := range m.fx {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 {
+		m.t.Fatalf("%d %s events in %+v, want one", len(got), kind, m.fx)
+	}
+	return got[0]
+}
+
 func (m *sim) timer(name string) time.Time {
 	m.t.Helper()
 	for _, f := range m.fx {
@@ -120,8 +145,9 @@ func TestSUP14UnhealthyThreshold(t *testing.T) {
 	m.now = m.now.Add(10 * time.Second)
 	m.do(result(probe.Unhealthy, m.now)).wantPhase(PhaseUnhealthy, false).wantOp(OpNone)
 	m.do(result(probe.Error, m.now)).wantPhase(PhaseUnhealthy, false).wantOp(OpNone)
-	m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop).wantEvent(messages.KindReplicaRestarted)
+	m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop).wantEvent(messages.KindReplicaFailed)
 	m.do(OpDone{Op: OpStop}).wantOp(OpStart)
+	m.do(OpDone{Op: OpStart}).do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantEvent(messages.KindReplicaRestarted)
 }
 
 // SUP-14: results while starting (inside the start period) never count.
@@ -386,11 +412,45 @@ func TestReplicaProperties(t *testing.T) {
 			if s.InRotation && !s.Running {
 				t.Fatalf("in rotation while not running (phase %s)", s.Phase)
 			}
+			checkEventKinds(t, prev, s, e, fx)
 			if s.Done {
 				return
 			}
 		}
 	})
+}
+
+// checkEventKinds: the replica's event kinds say what happened (issue 14,
+// SUP-18). replica.failed comes exactly with a failure charged to the
+// ladder and names its reason, count and next attempt; replica.restarted
+// only for an instance that runs again, with the restarts count when
+// engenho made the restart.
+func checkEventKinds(t *rapid.T, prev, s State, e Event, fx []step.Effect) {
+	charged := s.HasEntry && (!prev.HasEntry || s.Entry.Failures > prev.Entry.Failures)
+	var failed, restarted []step.Emit
+	for _, f := range fx {
+		if ev, ok := f.(step.Emit); ok && ev.Kind == messages.KindReplicaFailed {
+			failed = append(failed, ev)
+		} else if ok && ev.Kind == messages.KindReplicaRestarted {
+			restarted = append(restarted, ev)
+		}
+	}
+	if charged != (len(failed) == 1) || len(failed) > 1 {
+		t.Fatalf("failure charged %v (after %T) with %d replica.failed events", charged, e, len(failed))
+	}
+	if charged {
+		want := fmt.Sprintf("%s; failure %d, next attempt %s", s.LastError, s.Entry.Failures, s.NextAttempt.UTC().Format(time.RFC3339))
+		if failed[0].Message != want {
+			t.Fatalf("replica.failed says %q, want %q", failed[0].Message, want)
+		}
+	}
+	if len(restarted) > 1 || (len(restarted) == 1 && !s.Running) {
+		t.Fatalf("%d replica.restarted events, running %v (after %T)", len(restarted), s.Running, e)
+	}
+	if len(restarted) == 1 && restarted[0].Level == messages.LevelInfo &&
+		restarted[0].Message != fmt.Sprintf("restarted by engenho; running again (restart %d)", s.Restarts) {
+		t.Fatalf("replica.restarted says %q with %d restarts", restarted[0].Message, s.Restarts)
+	}
 }
 
 func isDone(e Event, op Op) bool {
@@ -541,4 +601,83 @@ func TestSUP11StableWindowWithoutHealthcheck(t *testing.T) {
 	if m.s.HasEntry {
 		t.Fatal("entry kept after 5m running without a healthcheck")
 	}
+}
+
+// SUP-18: the event of a restart decision, replica.failed, names the
+// reason, the failure count and the next attempt (the shell stamps the
+// actor's path and the instance). With the default ladder the fourth
+// failure waits 1m.
+func TestSUP18FailureEventNamesReasonCountAndNextAttempt(t *testing.T) {
+	m := newSim(t, false).boot()
+	for i := 1; i <= 4; i++ {
+		m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).noEvent(messages.KindReplicaRestarted)
+		ev := m.event(messages.KindReplicaFailed)
+		next := m.now
+		if i == 4 {
+			next = m.now.Add(time.Minute)
+		}
+		want := fmt.Sprintf("exited with code 1; failure %d, next attempt %s", i, next.Format(time.RFC3339))
+		if ev.Message != want || ev.Level != messages.LevelWarn {
+			t.Fatalf("failure %d: %s %q, want warn %q", i, ev.Level, ev.Message, want)
+		}
+		if i < 4 {
+			m.wantOp(OpStart).do(OpDone{Op: OpStart})
+			m.now = m.now.Add(time.Second)
+			m.do(OpDone{Op: OpInspect, Status: running(m.now)})
+		}
+	}
+	if at := m.timer(TimerRestart); !at.Equal(m.now.Add(time.Minute)) {
+		t.Fatalf("restart timer at %v", at)
+	}
+}
+
+// Issue 14, "event kinds say what happened": a replica that fails emits
+// replica.failed; replica.restarted is for an instance that runs again
+// after a restart engenho made (counted in its restarts) or saw made
+// outside engenho (SVC-9). A first start, an adoption and a restart whose
+// start failed emit no replica.restarted.
+func TestReplicaEventKindsSayWhatHappened(t *testing.T) {
+	m := newSim(t, false)
+	m.do(Begin{}).noEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpCreate}).noEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpStart}).noEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).noEvent(messages.KindReplicaRestarted).wantPhase(PhaseServing, true)
+
+	// A kill: failed, then restarted once it runs again.
+	m.do(Exited{Exit: drivers.Exit{ExitCode: -1, Signal: "killed"}}).wantEvent(messages.KindReplicaFailed).noEvent(messages.KindReplicaRestarted)
+	m.wantOp(OpStart).do(OpDone{Op: OpStart}).noEvent(messages.KindReplicaRestarted)
+	m.now = m.now.Add(time.Second)
+	ev := m.do(OpDone{Op: OpInspect, Status: running(m.now)}).noEvent(messages.KindReplicaFailed).event(messages.KindReplicaRestarted)
+	if ev.Level != messages.LevelInfo || ev.Message != "restarted by engenho; running again (restart 1)" || m.s.Restarts != 1 {
+		t.Fatalf("restart event %s %q, restarts %d", ev.Level, ev.Message, m.s.Restarts)
+	}
+
+	// A restart whose start fails is a failure, not a restart; the next
+	// start that runs is restart 3 (both attempts are counted).
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantEvent(messages.KindReplicaFailed)
+	m.do(OpDone{Op: OpStart, Err: drivers.Errorf("fake", "start", "x", drivers.ErrInvalid, "boom")}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped}}).wantEvent(messages.KindReplicaFailed).noEvent(messages.KindReplicaRestarted)
+	m.wantOp(OpStart).do(OpDone{Op: OpStart})
+	m.now = m.now.Add(time.Second)
+	ev = m.do(OpDone{Op: OpInspect, Status: running(m.now)}).event(messages.KindReplicaRestarted)
+	if ev.Message != "restarted by engenho; running again (restart 3)" {
+		t.Fatalf("restart event %q", ev.Message)
+	}
+
+	// SVC-9: a restart made outside engenho is seen, and is no failure.
+	m.now = m.now.Add(time.Minute)
+	m.do(Tick{Name: TimerSweep})
+	ev = m.do(OpDone{Op: OpInspect, Status: running(m.now)}).noEvent(messages.KindReplicaFailed).event(messages.KindReplicaRestarted)
+	if ev.Level != messages.LevelWarn || ev.Message != "instance restarted outside engenho; verifying it before it serves again" {
+		t.Fatalf("restart seen: %s %q", ev.Level, ev.Message)
+	}
+
+	// An operator's stop and start restarts it too (SVC-10).
+	m.do(Command{Intent: messages.IntentStop}).do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false)
+	m.do(Command{Intent: messages.IntentRun}).wantOp(OpStart).do(OpDone{Op: OpStart})
+	m.do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantEvent(messages.KindReplicaRestarted).noEvent(messages.KindReplicaFailed)
+
+	// An adopted instance (SUP-9) is no restart.
+	m = newSim(t, true)
+	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour)}}).noEvent(messages.KindReplicaRestarted)
 }
