@@ -26,7 +26,8 @@ const (
 	LevelError Level = "error"
 )
 
-// Event kinds. The dotted prefix names the domain.
+// Event kinds. The dotted prefix names the domain; docs/services.md says
+// when each replica kind is raised.
 const (
 	KindDeploySucceeded   = "deploy.succeeded"
 	KindDeployFailed      = "deploy.failed"
@@ -37,6 +38,7 @@ const (
 	KindHealthUnhealthy   = "health.unhealthy"
 	KindHealthRecovered   = "health.recovered"
 	KindReplicaStarted    = "replica.started"
+	KindReplicaFailed     = "replica.failed"
 	KindReplicaRestarted  = "replica.restarted"
 	KindReplicaReplaced   = "replica.replaced"
 	KindReplicaRemoved    = "replica.removed"

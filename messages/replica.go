@@ -80,13 +80,6 @@ type ReplicaProbed struct {
 	Result probe.Result
 }
 
-// ReplicaTimer is a replica's own message: its timer of kind Timer fired;
-// Seq tells a timer that was re-armed since from the current one.
-type ReplicaTimer struct {
-	Timer string
-	Seq   uint64
-}
-
 // ReplicaOutput is a replica's own message: the tail of the output of a
 // run that failed (SVC-21).
 type ReplicaOutput struct {

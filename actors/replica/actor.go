@@ -13,18 +13,14 @@ import (
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
-
-// Emitter takes events for the node's event log.
-type Emitter interface {
-	Emit(messages.Event)
-}
 
 // Env is what a replica actor uses of the node.
 type Env struct {
 	Driver drivers.Driver
 	Prober *probe.Prober
-	Events Emitter
+	Events supervise.Emitter
 	Board  *supervise.Board
 	// StepTimeout bounds every driver call (SVC-11).
 	StepTimeout time.Duration
@@ -52,11 +48,6 @@ type Params struct {
 	Intent   messages.Intent
 }
 
-type armed struct {
-	seq   uint64
-	timer clock.Timer
-}
-
 // Actor is the replica actor.
 type Actor struct {
 	h       *supervise.Handle
@@ -65,8 +56,7 @@ type Actor struct {
 	s       State
 	ctx     context.Context
 	cancel  context.CancelFunc
-	timers  map[TimerKind]armed
-	seq     uint64
+	timers  *supervise.Timers
 	unwatch func()
 	output  string
 	sent    messages.ReplicaStatus
@@ -76,7 +66,7 @@ type Actor struct {
 // Produce returns the producer of a replica actor for p.
 func Produce(env Env, p Params) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
-		return &Actor{h: h, env: env, p: p, timers: map[TimerKind]armed{}}
+		return &Actor{h: h, env: env, p: p, timers: supervise.NewTimers(h)}
 	}
 }
 
@@ -88,12 +78,10 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.begin()
 	case actor.Stopped:
 		a.stop()
-	case messages.ReplicaTimer:
-		if t, ok := a.timers[m.Timer]; !ok || t.seq != m.Seq {
-			return // re-armed or cancelled since
+	case messages.Timer:
+		if a.timers.Fresh(m) {
+			a.step(m)
 		}
-		delete(a.timers, m.Timer)
-		a.step(m)
 	case messages.ReplicaOutput:
 		a.output = m.Output
 		a.report()
@@ -108,7 +96,7 @@ func (a *Actor) begin() {
 		if a.s.Intent == "" {
 			a.s.Intent = messages.IntentRun
 		}
-		a.perform([]Effect{{Kind: DoOp, Op: OpInspect}})
+		a.perform([]step.Effect{DoOp{Op: OpInspect}})
 		a.report()
 		return
 	}
@@ -116,7 +104,7 @@ func (a *Actor) begin() {
 }
 
 func (a *Actor) step(e Event) {
-	var fx []Effect
+	var fx []step.Effect
 	a.s, fx = Step(a.p.Config, a.s, e, a.h.Clock().Now())
 	a.perform(fx)
 	a.report()
@@ -128,10 +116,7 @@ func (a *Actor) stop() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	for k, t := range a.timers {
-		t.timer.Stop()
-		delete(a.timers, k)
-	}
+	a.timers.Stop()
 	if a.unwatch != nil {
 		a.unwatch()
 		a.unwatch = nil
@@ -141,26 +126,27 @@ func (a *Actor) stop() {
 	}
 }
 
-func (a *Actor) perform(fx []Effect) {
-	for _, f := range fx {
-		switch f.Kind {
-		case DoOp:
-			a.doOp(f.Op, f.Grace)
-		case DoProbe:
-			a.doProbe()
-		case ArmTimer:
-			if _, ok := a.timers[f.Timer]; !(ok && f.Keep) {
-				a.arm(f.Timer, f.At)
-			}
-		case StartWatch:
-			a.watch()
-		case FetchOutput:
-			a.fetchOutput()
-		case Emit:
-			a.emit(f)
-		case End:
-			a.h.Exit(messages.ExitNormal, nil)
-		}
+// perform runs the core's effects: timers, events and the end through
+// supervise.Apply, the replica's own here.
+func (a *Actor) perform(fx []step.Effect) {
+	supervise.Apply(a.h, supervise.Shell{
+		Timers: a.timers,
+		Events: a.env.Events,
+		Event:  messages.Event{Stack: a.p.Stack, Service: a.p.Service, Instance: a.p.Spec.Name},
+		Own:    a.own,
+	}, fx)
+}
+
+func (a *Actor) own(f step.Effect) {
+	switch f := f.(type) {
+	case DoOp:
+		a.doOp(f.Op, f.Grace)
+	case DoProbe:
+		a.doProbe()
+	case StartWatch:
+		a.watch()
+	case FetchOutput:
+		a.fetchOutput()
 	}
 }
 
@@ -211,17 +197,6 @@ func (a *Actor) doProbe() {
 	}()
 }
 
-func (a *Actor) arm(kind TimerKind, at time.Time) {
-	if t, ok := a.timers[kind]; ok {
-		t.timer.Stop()
-	}
-	a.seq++
-	seq, self, eng := a.seq, a.h.PID(), a.h.Engine()
-	d := at.Sub(a.h.Clock().Now())
-	t := a.h.Clock().AfterFunc(d, func() { eng.Send(self, messages.ReplicaTimer{Timer: kind, Seq: seq}) })
-	a.timers[kind] = armed{seq: seq, timer: t}
-}
-
 func (a *Actor) watch() {
 	if a.unwatch != nil {
 		a.unwatch()
@@ -251,16 +226,6 @@ func (a *Actor) fetchOutput() {
 		b, _ := io.ReadAll(io.LimitReader(rc, 64<<10))
 		eng.Send(self, messages.ReplicaOutput{Output: string(bytes.TrimSpace(b))})
 	}()
-}
-
-func (a *Actor) emit(f Effect) {
-	if a.env.Events == nil {
-		return
-	}
-	a.env.Events.Emit(messages.Event{
-		UnixMs: a.h.Clock().Now().UnixMilli(), Level: f.Level, Kind: f.Event,
-		Stack: a.p.Stack, Service: a.p.Service, Instance: a.p.Spec.Name, Actor: a.h.Path(), Message: f.Message,
-	})
 }
 
 // report publishes the snapshot, and tells the service when anything it

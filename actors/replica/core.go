@@ -9,6 +9,7 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Phase is where a replica is in its life (SVC-6).
@@ -41,14 +42,12 @@ const (
 	OpInspect Op = "inspect"
 )
 
-// TimerKind names a replica's timers; each kind has at most one armed.
-type TimerKind = string
-
+// A replica's timers, by name; each has at most one armed.
 const (
-	TimerRestart TimerKind = "restart"
-	TimerProbe   TimerKind = "probe"
-	TimerSweep   TimerKind = "sweep"
-	TimerStable  TimerKind = "stable"
+	TimerRestart = "restart"
+	TimerProbe   = "probe"
+	TimerSweep   = "sweep"
+	TimerStable  = "stable"
 )
 
 // Policy is the replica's share of the service definition.
@@ -108,6 +107,10 @@ type State struct {
 	startPending     bool
 	afterFailedStart bool
 	healthRestart    bool
+	// restarting marks a start that is a restart (Restarts counted it):
+	// the inspection that finds the instance running then emits
+	// replica.restarted. A run found stopped clears it.
+	restarting bool
 	// probing is set while a probe runs: one replica has at most one probe
 	// in flight, and the next is armed when its result arrives.
 	probing bool
@@ -122,7 +125,8 @@ type State struct {
 }
 
 // Events are Begin and the replica's messages: messages.ReplicaOpDone,
-// ReplicaExited, ReplicaProbed, ReplicaTimer and ReplicaCommand.
+// ReplicaExited, ReplicaProbed, ReplicaCommand, ReplicaRetry and its
+// timers' messages.Timer.
 type Event = any
 
 // Begin starts the replica; Adopt is the observed instance when adopting.
@@ -132,40 +136,30 @@ type (
 	OpDone  = messages.ReplicaOpDone
 	Exited  = messages.ReplicaExited
 	Probed  = messages.ReplicaProbed
-	Tick    = messages.ReplicaTimer
+	Tick    = messages.Timer
 	Command = messages.ReplicaCommand
 )
 
-// EffectKind is what the shell is asked to do.
-type EffectKind int
-
-const (
-	DoOp EffectKind = iota
-	DoProbe
-	ArmTimer
-	StartWatch
-	FetchOutput
-	Emit
-	End
+// The replica's own effects; the shared ones (step.Arm, step.Emit,
+// step.End) come from messages/step.
+type (
+	// DoOp runs one driver call; Grace is the stop's grace period.
+	DoOp struct {
+		step.Is
+		Op    Op
+		Grace time.Duration
+	}
+	// DoProbe runs one health probe.
+	DoProbe struct{ step.Is }
+	// StartWatch (re)starts the driver's watch of the instance's run.
+	StartWatch struct{ step.Is }
+	// FetchOutput keeps the tail of a failed run's output (SVC-21).
+	FetchOutput struct{ step.Is }
 )
 
-// Effect is one thing for the shell to do.
-type Effect struct {
-	Kind  EffectKind
-	Op    Op
-	Grace time.Duration
-	Timer TimerKind
-	At    time.Time
-	// Keep leaves an armed timer of the same kind as it is.
-	Keep    bool
-	Event   string // event kind, for Emit
-	Level   messages.Level
-	Message string
-}
-
 // Step folds one event into the state and returns the effects to perform.
-func Step(cfg Config, s State, e Event, now time.Time) (State, []Effect) {
-	var fx []Effect
+func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
+	var fx []step.Effect
 	switch e := e.(type) {
 	case Begin:
 		s, fx = begin(cfg, s, e, now)
@@ -188,7 +182,7 @@ func Step(cfg Config, s State, e Event, now time.Time) (State, []Effect) {
 	return s, append(fx, more...)
 }
 
-func begin(cfg Config, s State, e Begin, now time.Time) (State, []Effect) {
+func begin(cfg Config, s State, e Begin, now time.Time) (State, []step.Effect) {
 	if s.Intent == "" {
 		s.Intent = messages.IntentRun
 	}
@@ -201,7 +195,7 @@ func begin(cfg Config, s State, e Begin, now time.Time) (State, []Effect) {
 	return observe(cfg, s, *e.Adopt, now, true)
 }
 
-func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
 	if e.Op != s.Op {
 		return s, nil
 	}
@@ -222,7 +216,7 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
 			s.Entry = ladder.Started(s.Entry)
 		}
 		s.Op = OpInspect
-		return s, []Effect{{Kind: StartWatch}, {Kind: DoOp, Op: OpInspect}}
+		return s, []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
 	case OpInspect:
 		if e.Err != nil {
 			return inspectFailed(cfg, s, e, now)
@@ -250,7 +244,7 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
 
 // opFailed handles a failed create, stop or delete. A transient error
 // changes nothing but a later retry (SVC-8); another charges the ladder.
-func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
 	s.LastError = fmt.Sprintf("%s: %v", e.Op, e.Err)
 	if errors.Is(e.Err, drivers.ErrTransient) || e.Op != OpCreate {
 		s.retryAt = now.Add(cfg.Policy.TransientRetry)
@@ -259,11 +253,11 @@ func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
 	return charge(cfg, s, now, s.LastError)
 }
 
-func retryLater(cfg Config, now time.Time) []Effect {
-	return []Effect{{Kind: ArmTimer, Timer: TimerSweep, At: now.Add(cfg.Policy.TransientRetry)}}
+func retryLater(cfg Config, now time.Time) []step.Effect {
+	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.TransientRetry)}}
 }
 
-func inspectFailed(cfg Config, s State, e OpDone, now time.Time) (State, []Effect) {
+func inspectFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
 	if errors.Is(e.Err, drivers.ErrNotFound) {
 		return missing(s)
 	}
@@ -275,15 +269,15 @@ func inspectFailed(cfg Config, s State, e OpDone, now time.Time) (State, []Effec
 // missing: the instance is confirmed gone. It is withdrawn from traffic and
 // the service fills the slot with a fresh instance, never under this one's
 // identity (SVC-8).
-func missing(s State) (State, []Effect) {
+func missing(s State) (State, []step.Effect) {
 	s = down(s)
 	s.Created = false
 	s.Replace = true
-	return s, []Effect{{Kind: Emit, Event: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
+	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
 }
 
 // observe applies what the driver reports about the instance.
-func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting bool) (State, []Effect) {
+func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting bool) (State, []step.Effect) {
 	s.Addresses = st.Addresses
 	afterFailed, ours := s.afterFailedStart, s.startPending
 	s.afterFailedStart, s.startPending = false, false
@@ -300,7 +294,8 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 				reason = s.LastError
 			}
 			s = down(s)
-			fx := []Effect{{Kind: FetchOutput}}
+			s.restarting = false
+			fx := []step.Effect{FetchOutput{}}
 			s, more := charge(cfg, s, now, reason)
 			return s, append(fx, more...)
 		}
@@ -310,21 +305,21 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 		if adopting {
 			s.Phase = PhaseAdopting
 		}
-		return s, []Effect{{Kind: ArmTimer, Timer: TimerSweep, At: now.Add(time.Second)}}
+		return s, []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(time.Second)}}
 	}
 }
 
-func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) (State, []Effect) {
+func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) (State, []step.Effect) {
 	switch {
 	case s.Running && st.StartedAt.Equal(s.StartedAt):
 		return s, nil // nothing new
 	case s.Running && !ours:
 		// Restarted by something else (SVC-9): out of rotation until it is
 		// verified healthy again.
-		fx := []Effect{{Kind: Emit, Event: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
+		fx := []step.Effect{step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
 		s = run(cfg, s, st.StartedAt, now)
 		if !cfg.Probe.Enabled() {
-			var more []Effect
+			var more []step.Effect
 			s, more = observeStable(cfg, s, now, true)
 			fx = append(fx, more...)
 		}
@@ -334,13 +329,18 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	// fixed (charge nothing, SVC-8).
 	_ = afterFailed
 	s = run(cfg, s, st.StartedAt, now)
-	var fx []Effect
+	var fx []step.Effect
 	if adopting {
-		fx = append(fx, Effect{Kind: StartWatch})
+		fx = append(fx, StartWatch{})
+	}
+	if s.restarting {
+		s.restarting = false
+		fx = append(fx, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelInfo,
+			Message: fmt.Sprintf("restarted by engenho; running again (restart %d)", s.Restarts)})
 	}
 	if !cfg.Probe.Enabled() {
 		// In rotation while it runs: its stable window starts now (SUP-11).
-		var more []Effect
+		var more []step.Effect
 		s, more = observeStable(cfg, s, now, true)
 		fx = append(fx, more...)
 	}
@@ -359,11 +359,11 @@ func run(cfg Config, s State, startedAt, now time.Time) State {
 	return s
 }
 
-func probeNow(s State, now time.Time) []Effect {
+func probeNow(s State, now time.Time) []step.Effect {
 	if !s.Health.Config.Enabled() || s.probing {
 		return nil
 	}
-	return []Effect{{Kind: ArmTimer, Timer: TimerProbe, At: probe.NextProbe(s.Health, now)}}
+	return []step.Effect{step.Arm{Timer: TimerProbe, At: probe.NextProbe(s.Health, now)}}
 }
 
 // down marks the instance not running and out of rotation.
@@ -375,14 +375,14 @@ func down(s State) State {
 	return s
 }
 
-func exited(cfg Config, s State, e Exited, now time.Time) (State, []Effect) {
+func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect) {
 	if !s.Running || s.Op == OpStop {
 		return s, nil // already known, or the end of our own stop
 	}
 	ex := e.Exit
 	s.LastExit = &ex
 	s = down(s)
-	fx := []Effect{{Kind: FetchOutput}}
+	fx := []step.Effect{FetchOutput{}}
 	if s.Op == OpInspect {
 		s.startPending = false
 	}
@@ -390,7 +390,7 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []Effect) {
 	return s, append(fx, more...)
 }
 
-func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []Effect) {
+func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []step.Effect) {
 	reason := fmt.Sprintf("exited with code %d", ex.ExitCode)
 	if ex.Signal != "" {
 		reason = "killed by signal " + ex.Signal
@@ -398,7 +398,7 @@ func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []E
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
 		s.LastError = "exited cleanly; restart policy on-failure leaves it down"
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: s.LastError}}
 	}
 	return charge(cfg, s, now, reason)
 }
@@ -406,24 +406,24 @@ func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []E
 // charge counts one failure against the restart policy and the ladder and
 // sets when the next attempt may run (SUP-10, SUP-12, SUP-16). The reason
 // is the replica's last error from here on: status shows it (SVC-19).
-func charge(cfg Config, s State, now time.Time, reason string) (State, []Effect) {
+func charge(cfg Config, s State, now time.Time, reason string) (State, []step.Effect) {
 	s.LastError = reason
 	if cfg.Policy.Condition == "none" {
 		s.Phase = PhaseFailed
 		s.LastError = "restart policy none leaves it down: " + reason
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: s.LastError}}
 	}
 	if limit(cfg.Policy, &s, now) {
 		s.Phase = PhaseFailed
 		s.LastError = "restart limit reached: " + reason
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaLimit, Level: messages.LevelError, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelError, Message: s.LastError}}
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)
 	s.HasEntry = true
 	s.NextAttempt = d.At
 	msg := fmt.Sprintf("%s; failure %d, next attempt %s", reason, d.Failures, d.At.UTC().Format(time.RFC3339))
-	return s, []Effect{{Kind: Emit, Event: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: msg}}
+	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaFailed, Level: messages.LevelWarn, Message: msg}}
 }
 
 // limit applies max_attempts within window (SUP-16).
@@ -445,13 +445,13 @@ func limit(p Policy, s *State, now time.Time) bool {
 	return false
 }
 
-func probed(cfg Config, s State, e Probed, now time.Time) (State, []Effect) {
+func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect) {
 	s.probing = false
 	if !s.Running || s.Op == OpStop || e.Result.At.Before(s.StartedAt) {
 		return s, nil
 	}
 	s.Health, _ = probe.Observe(s.Health, e.Result, now)
-	var fx []Effect
+	var fx []step.Effect
 	switch s.Health.Status {
 	case probe.StatusHealthy:
 		s.HealthRestarts = 0
@@ -481,13 +481,13 @@ func threshold(p Policy) int {
 
 // healthRestart restarts an unhealthy instance, or asks for a fresh one
 // after too many restarts that did not make it healthy (SUP-15).
-func healthRestart(cfg Config, s State, now time.Time) (State, []Effect) {
+func healthRestart(cfg Config, s State, now time.Time) (State, []step.Effect) {
 	if cfg.Policy.Condition == "none" {
 		return s, nil // never restarted: it stays up, out of rotation
 	}
 	if s.HealthRestarts >= cfg.Policy.RestartsBeforeReplace {
 		s.Replace = true
-		return s, []Effect{{Kind: Emit, Event: messages.KindReplicaReplaced, Level: messages.LevelWarn,
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn,
 			Message: fmt.Sprintf("restarted %d times for being unhealthy without becoming healthy; replacing it", s.HealthRestarts)}}
 	}
 	s.HealthRestarts++
@@ -496,7 +496,7 @@ func healthRestart(cfg Config, s State, now time.Time) (State, []Effect) {
 }
 
 // observeStable feeds the ladder's stability window (SUP-11).
-func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []Effect) {
+func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []step.Effect) {
 	if !s.HasEntry {
 		return s, nil
 	}
@@ -507,22 +507,22 @@ func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []Ef
 		return s, nil
 	}
 	if stable {
-		return s, []Effect{{Kind: ArmTimer, Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
+		return s, []step.Effect{step.Arm{Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
 	}
 	return s, nil
 }
 
-func tick(cfg Config, s State, e Tick, now time.Time) (State, []Effect) {
-	switch e.Timer {
+func tick(cfg Config, s State, e Tick, now time.Time) (State, []step.Effect) {
+	switch e.Name {
 	case TimerProbe:
 		if s.Running && s.Op == OpNone && s.Health.Config.Enabled() && !s.probing {
 			s.probing = true
-			return s, []Effect{{Kind: DoProbe}}
+			return s, []step.Effect{DoProbe{}}
 		}
 	case TimerSweep:
 		if s.Op == OpNone && s.Created && s.Intent != messages.IntentRetire {
 			s.Op = OpInspect
-			return s, []Effect{{Kind: DoOp, Op: OpInspect}}
+			return s, []step.Effect{DoOp{Op: OpInspect}}
 		}
 	case TimerStable:
 		if s.Running && s.InRotation {
@@ -532,7 +532,7 @@ func tick(cfg Config, s State, e Tick, now time.Time) (State, []Effect) {
 	return s, nil
 }
 
-func command(s State, e Command, now time.Time) (State, []Effect) {
+func command(s State, e Command, now time.Time) (State, []step.Effect) {
 	prev := s.Intent
 	s.Intent = e.Intent
 	if e.Intent != messages.IntentRun {
@@ -560,7 +560,7 @@ func retry(s State, now time.Time) State {
 
 // settle starts the next driver call the state calls for, if none is in
 // flight, and arms the restart timer while one is pending.
-func settle(cfg Config, s State, now time.Time) (State, []Effect) {
+func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
 	if s.Op != OpNone || s.Done || now.Before(s.retryAt) {
 		return s, nil
 	}
@@ -570,7 +570,7 @@ func settle(cfg Config, s State, now time.Time) (State, []Effect) {
 	case s.Intent == messages.IntentStop:
 		if s.Running {
 			s.Phase, s.Op = PhaseStopping, OpStop
-			return s, []Effect{{Kind: DoOp, Op: OpStop, Grace: cfg.Policy.StopGrace}}
+			return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 		}
 		s.Phase = PhaseStopped
 		return s, nil
@@ -578,7 +578,7 @@ func settle(cfg Config, s State, now time.Time) (State, []Effect) {
 	if s.Running && s.healthRestart {
 		// Kept until the stop succeeds: a stop that failed is tried again.
 		s.Phase, s.Op = PhaseStopping, OpStop
-		return s, []Effect{{Kind: DoOp, Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 	}
 	if s.Running {
 		return s, append(sweep(cfg, now), keepProbing(s, now)...)
@@ -588,48 +588,49 @@ func settle(cfg Config, s State, now time.Time) (State, []Effect) {
 	}
 	if now.Before(s.NextAttempt) {
 		s.Phase = PhaseDown
-		return s, []Effect{{Kind: ArmTimer, Timer: TimerRestart, At: s.NextAttempt}}
+		return s, []step.Effect{step.Arm{Timer: TimerRestart, At: s.NextAttempt}}
 	}
 	if !s.Created {
 		s.Phase, s.Op = PhaseCreating, OpCreate
-		return s, []Effect{{Kind: DoOp, Op: OpCreate}}
+		return s, []step.Effect{DoOp{Op: OpCreate}}
 	}
 	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) {
 		s.Restarts++
+		s.restarting = true
 	}
 	s.Phase, s.Op = PhaseStarting, OpStart
-	return s, []Effect{{Kind: DoOp, Op: OpStart}}
+	return s, []step.Effect{DoOp{Op: OpStart}}
 }
 
 // keepProbing keeps a probe armed while the instance runs: a probe due
 // while a driver call was in flight is not lost.
-func keepProbing(s State, now time.Time) []Effect {
+func keepProbing(s State, now time.Time) []step.Effect {
 	if !s.Health.Config.Enabled() || s.probing {
 		return nil
 	}
-	return []Effect{{Kind: ArmTimer, Timer: TimerProbe, At: probe.NextProbe(s.Health, now), Keep: true}}
+	return []step.Effect{step.Arm{Timer: TimerProbe, At: probe.NextProbe(s.Health, now), Keep: true}}
 }
 
 // sweep keeps a periodic inspection of a running instance armed, which
 // catches a start time that changed behind engenho's back (SVC-9).
-func sweep(cfg Config, now time.Time) []Effect {
+func sweep(cfg Config, now time.Time) []step.Effect {
 	if cfg.Policy.Sweep <= 0 {
 		return nil
 	}
-	return []Effect{{Kind: ArmTimer, Timer: TimerSweep, At: now.Add(cfg.Policy.Sweep), Keep: true}}
+	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.Sweep), Keep: true}}
 }
 
 // retire stops and deletes the instance, then ends the actor (SVC-16).
-func retire(cfg Config, s State) (State, []Effect) {
+func retire(cfg Config, s State) (State, []step.Effect) {
 	s.InRotation = false
 	switch {
 	case s.Running:
 		s.Phase, s.Op = PhaseRetiring, OpStop
-		return s, []Effect{{Kind: DoOp, Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 	case s.Created:
 		s.Phase, s.Op = PhaseRetiring, OpDelete
-		return s, []Effect{{Kind: DoOp, Op: OpDelete}}
+		return s, []step.Effect{DoOp{Op: OpDelete}}
 	}
 	s.Phase, s.Done = PhaseGone, true
-	return s, []Effect{{Kind: End}}
+	return s, []step.Effect{step.End{}}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 	"pgregory.net/rapid"
 )
 
@@ -31,7 +32,7 @@ type sim struct {
 	cfg Config
 	s   State
 	now time.Time
-	fx  []Effect
+	fx  []step.Effect
 }
 
 func newSim(t *testing.T, hc bool) *sim {
@@ -63,7 +64,7 @@ func (m *sim) wantPhase(p Phase, inRotation bool) *sim {
 func (m *sim) wantEvent(kind string) *sim {
 	m.t.Helper()
 	for _, f := range m.fx {
-		if f.Kind == Emit && f.Event == kind {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
 			return m
 		}
 	}
@@ -71,14 +72,39 @@ func (m *sim) wantEvent(kind string) *sim {
 	return m
 }
 
-func (m *sim) timer(kind TimerKind) time.Time {
+func (m *sim) noEvent(kind string) *sim {
 	m.t.Helper()
 	for _, f := range m.fx {
-		if f.Kind == ArmTimer && f.Timer == kind {
-			return f.At
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
+			m.t.Fatalf("a %s event in %+v", kind, m.fx)
 		}
 	}
-	m.t.Fatalf("no %s timer in %+v", kind, m.fx)
+	return m
+}
+
+// event is the one event of kind in the last step's effects.
+func (m *sim) event(kind string) step.Emit {
+	m.t.Helper()
+	var got []step.Emit
+	for _, f := range m.fx {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 {
+		m.t.Fatalf("%d %s events in %+v, want one", len(got), kind, m.fx)
+	}
+	return got[0]
+}
+
+func (m *sim) timer(name string) time.Time {
+	m.t.Helper()
+	for _, f := range m.fx {
+		if a, ok := f.(step.Arm); ok && a.Timer == name {
+			return a.At
+		}
+	}
+	m.t.Fatalf("no %s timer in %+v", name, m.fx)
 	return time.Time{}
 }
 
@@ -119,8 +145,9 @@ func TestSUP14UnhealthyThreshold(t *testing.T) {
 	m.now = m.now.Add(10 * time.Second)
 	m.do(result(probe.Unhealthy, m.now)).wantPhase(PhaseUnhealthy, false).wantOp(OpNone)
 	m.do(result(probe.Error, m.now)).wantPhase(PhaseUnhealthy, false).wantOp(OpNone)
-	m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop).wantEvent(messages.KindReplicaRestarted)
+	m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop).wantEvent(messages.KindReplicaFailed)
 	m.do(OpDone{Op: OpStop}).wantOp(OpStart)
+	m.do(OpDone{Op: OpStart}).do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantEvent(messages.KindReplicaRestarted)
 }
 
 // SUP-14: results while starting (inside the start period) never count.
@@ -155,7 +182,7 @@ func TestSUP15ReplaceAfterThreeHealthRestarts(t *testing.T) {
 	}
 	m.do(OpDone{Op: OpStop}).wantOp(OpDelete)
 	m.do(OpDone{Op: OpDelete}).wantPhase(PhaseGone, false)
-	if m.fx[len(m.fx)-1].Kind != End {
+	if _, ok := m.fx[len(m.fx)-1].(step.End); !ok {
 		t.Fatalf("no End effect: %+v", m.fx)
 	}
 }
@@ -173,7 +200,7 @@ func TestSUP12DyingAfterEveryStartClimbsTheLadder(t *testing.T) {
 			at := m.timer(TimerRestart)
 			waits = append(waits, at.Sub(m.now))
 			m.now = at
-			m.do(Tick{Timer: TimerRestart}).wantOp(OpStart)
+			m.do(Tick{Name: TimerRestart}).wantOp(OpStart)
 		}
 		m.do(OpDone{Op: OpStart})
 		m.now = m.now.Add(time.Second)
@@ -201,7 +228,7 @@ func TestSUP11StableWindowDropsEntry(t *testing.T) {
 		t.Fatalf("entry %v stable timer at +%s", m.s.HasEntry, at.Sub(m.now))
 	}
 	m.now = at
-	m.do(Tick{Timer: TimerStable})
+	m.do(Tick{Name: TimerStable})
 	if m.s.HasEntry {
 		t.Fatal("entry kept after 5m stable")
 	}
@@ -246,7 +273,7 @@ func TestSVC8ConservativeRecovery(t *testing.T) {
 	m := newSim(t, true).boot()
 	m.do(result(probe.Healthy, m.now))
 	before := m.s
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Err: drivers.Errorf("fake", "inspect", "x", drivers.ErrTransient, "")}).wantPhase(PhaseServing, true).wantOp(OpNone)
 	if m.s.HasEntry != before.HasEntry || m.s.Restarts != before.Restarts {
 		t.Fatal("transient error changed the ledger")
@@ -261,7 +288,7 @@ func TestSVC8ConservativeRecovery(t *testing.T) {
 	}
 
 	m = newSim(t, true).boot()
-	m.do(Tick{Timer: TimerSweep})
+	m.do(Tick{Name: TimerSweep})
 	m.do(OpDone{Op: OpInspect, Err: drivers.Errorf("fake", "inspect", "x", drivers.ErrNotFound, "")}).wantEvent(messages.KindReplicaReplaced)
 	if !m.s.Replace || m.s.InRotation || m.s.Op == OpCreate {
 		t.Fatalf("missing instance: replace %v rotation %v op %s", m.s.Replace, m.s.InRotation, m.s.Op)
@@ -273,7 +300,7 @@ func TestSVC8TransitionalObserved(t *testing.T) {
 	m := newSim(t, true)
 	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRestarting}}).wantPhase(PhaseAdopting, false).wantOp(OpNone)
 	m.now = m.timer(TimerSweep)
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseProbing, false)
 }
 
@@ -283,7 +310,7 @@ func TestSVC9StartTimeChanged(t *testing.T) {
 	m := newSim(t, true).boot()
 	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
 	m.now = m.now.Add(time.Minute)
-	m.do(Tick{Timer: TimerSweep})
+	m.do(Tick{Name: TimerSweep})
 	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseProbing, false).wantEvent(messages.KindReplicaRestarted)
 	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
 }
@@ -294,7 +321,7 @@ func TestSVC10StoppedIntent(t *testing.T) {
 	m := newSim(t, false).boot()
 	m.do(Command{Intent: messages.IntentStop}).wantOp(OpStop).wantPhase(PhaseStopping, false)
 	m.do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false).wantOp(OpNone)
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantOp(OpStop)
 	m.do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false)
 	m.do(Command{Intent: messages.IntentRun}).wantOp(OpStart)
@@ -314,7 +341,7 @@ func TestSUP9AdoptionNeverRestarts(t *testing.T) {
 	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour)}}).wantPhase(PhaseProbing, false).wantOp(OpNone)
 	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
 	for _, f := range m.fx {
-		if f.Kind == DoOp {
+		if _, ok := f.(DoOp); ok {
 			t.Fatalf("adoption made a driver call: %+v", f)
 		}
 	}
@@ -348,24 +375,25 @@ func TestReplicaProperties(t *testing.T) {
 			case 2:
 				e = result(rapid.SampledFrom([]probe.Outcome{probe.Healthy, probe.Unhealthy, probe.Error}).Draw(t, "outcome"), now)
 			case 3, 4:
-				e = Tick{Timer: rapid.SampledFrom([]string{TimerRestart, TimerProbe, TimerSweep, TimerStable}).Draw(t, "timer")}
+				e = Tick{Name: rapid.SampledFrom([]string{TimerRestart, TimerProbe, TimerSweep, TimerStable}).Draw(t, "timer")}
 			default:
 				e = Command{Intent: rapid.SampledFrom([]messages.Intent{messages.IntentRun, messages.IntentStop, messages.IntentRetire}).Draw(t, "intent")}
 			}
 			prev := s
-			var fx []Effect
+			var fx []step.Effect
 			s, fx = Step(cfg, s, e, now)
 			if _, ok := e.(Probed); ok {
 				probeInFlight = false
 			}
-			if n := countKind(fx, DoProbe); n > 1 || (n == 1 && probeInFlight) {
+			if n := count[DoProbe](fx); n > 1 || (n == 1 && probeInFlight) {
 				t.Fatalf("a second probe started while one runs (after %T)", e)
 			} else if n == 1 {
 				probeInFlight = true
 			}
 			calls := 0
 			for _, f := range fx {
-				if f.Kind != DoOp {
+				f, ok := f.(DoOp)
+				if !ok {
 					continue
 				}
 				calls++
@@ -384,11 +412,45 @@ func TestReplicaProperties(t *testing.T) {
 			if s.InRotation && !s.Running {
 				t.Fatalf("in rotation while not running (phase %s)", s.Phase)
 			}
+			checkEventKinds(t, prev, s, e, fx)
 			if s.Done {
 				return
 			}
 		}
 	})
+}
+
+// checkEventKinds: the replica's event kinds say what happened (issue 14,
+// SUP-18). replica.failed comes exactly with a failure charged to the
+// ladder and names its reason, count and next attempt; replica.restarted
+// only for an instance that runs again, with the restarts count when
+// engenho made the restart.
+func checkEventKinds(t *rapid.T, prev, s State, e Event, fx []step.Effect) {
+	charged := s.HasEntry && (!prev.HasEntry || s.Entry.Failures > prev.Entry.Failures)
+	var failed, restarted []step.Emit
+	for _, f := range fx {
+		if ev, ok := f.(step.Emit); ok && ev.Kind == messages.KindReplicaFailed {
+			failed = append(failed, ev)
+		} else if ok && ev.Kind == messages.KindReplicaRestarted {
+			restarted = append(restarted, ev)
+		}
+	}
+	if charged != (len(failed) == 1) || len(failed) > 1 {
+		t.Fatalf("failure charged %v (after %T) with %d replica.failed events", charged, e, len(failed))
+	}
+	if charged {
+		want := fmt.Sprintf("%s; failure %d, next attempt %s", s.LastError, s.Entry.Failures, s.NextAttempt.UTC().Format(time.RFC3339))
+		if failed[0].Message != want {
+			t.Fatalf("replica.failed says %q, want %q", failed[0].Message, want)
+		}
+	}
+	if len(restarted) > 1 || (len(restarted) == 1 && !s.Running) {
+		t.Fatalf("%d replica.restarted events, running %v (after %T)", len(restarted), s.Running, e)
+	}
+	if len(restarted) == 1 && restarted[0].Level == messages.LevelInfo &&
+		restarted[0].Message != fmt.Sprintf("restarted by engenho; running again (restart %d)", s.Restarts) {
+		t.Fatalf("replica.restarted says %q with %d restarts", restarted[0].Message, s.Restarts)
+	}
 }
 
 func isDone(e Event, op Op) bool {
@@ -406,7 +468,7 @@ func TestSUP14FailedStopOfHealthRestartRetried(t *testing.T) {
 	m.do(OpDone{Op: OpStop, Err: drivers.Errorf("fake", "stop", "x", drivers.ErrTransient, "")}).wantOp(OpNone)
 	at := m.timer(TimerSweep)
 	m.now = at
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(t0)}).wantOp(OpStop)
 	m.do(OpDone{Op: OpStop}).wantOp(OpStart)
 }
@@ -416,8 +478,8 @@ func TestSUP14FailedStopOfHealthRestartRetried(t *testing.T) {
 func TestSVC7ProbeKeptArmedAcrossDriverCalls(t *testing.T) {
 	m := newSim(t, true).boot()
 	m.do(result(probe.Healthy, m.now))
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
-	m.do(Tick{Timer: TimerProbe}) // due during the inspection: skipped
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerProbe}) // due during the inspection: skipped
 	m.do(OpDone{Op: OpInspect, Status: running(t0)})
 	m.timer(TimerProbe)
 }
@@ -428,20 +490,20 @@ func TestSVC7ProbeKeptArmedAcrossDriverCalls(t *testing.T) {
 // probes in a tight loop and ran out of file descriptors.)
 func TestSVC7OneProbeInFlight(t *testing.T) {
 	m := newSim(t, true).boot()
-	m.do(Tick{Timer: TimerProbe})
-	if countKind(m.fx, DoProbe) != 1 {
+	m.do(Tick{Name: TimerProbe})
+	if count[DoProbe](m.fx) != 1 {
 		t.Fatalf("first probe tick: effects %+v", m.fx)
 	}
 	if hasTimer(m.fx, TimerProbe) {
 		t.Fatalf("a probe timer armed while the probe runs: %+v", m.fx)
 	}
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: running(t0)})
 	if hasTimer(m.fx, TimerProbe) {
 		t.Fatalf("settle armed a probe while one runs: %+v", m.fx)
 	}
-	m.do(Tick{Timer: TimerProbe})
-	if countKind(m.fx, DoProbe) != 0 {
+	m.do(Tick{Name: TimerProbe})
+	if count[DoProbe](m.fx) != 0 {
 		t.Fatalf("second probe started while the first runs: %+v", m.fx)
 	}
 	m.now = m.now.Add(300 * time.Millisecond)
@@ -451,19 +513,20 @@ func TestSVC7OneProbeInFlight(t *testing.T) {
 	}
 }
 
-func countKind(fx []Effect, k EffectKind) int {
+// count is the number of effects of type T in fx.
+func count[T step.Effect](fx []step.Effect) int {
 	n := 0
 	for _, f := range fx {
-		if f.Kind == k {
+		if _, ok := f.(T); ok {
 			n++
 		}
 	}
 	return n
 }
 
-func hasTimer(fx []Effect, kind TimerKind) bool {
+func hasTimer(fx []step.Effect, name string) bool {
 	for _, f := range fx {
-		if f.Kind == ArmTimer && f.Timer == kind {
+		if a, ok := f.(step.Arm); ok && a.Timer == name {
 			return true
 		}
 	}
@@ -514,7 +577,7 @@ func TestSVC19LastErrorCarriesTheReason(t *testing.T) {
 	}
 	// Found stopped by an inspection: with the exit code the driver knows.
 	m = newSim(t, false).boot()
-	m.do(Tick{Timer: TimerSweep}).wantOp(OpInspect)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
 	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped, ExitCode: 4}})
 	if m.s.LastError != "found stopped, exit code 4" {
 		t.Fatalf("last error %q", m.s.LastError)
@@ -534,8 +597,87 @@ func TestSUP11StableWindowWithoutHealthcheck(t *testing.T) {
 		t.Fatalf("entry %v, stable timer at +%s", m.s.HasEntry, at.Sub(m.now))
 	}
 	m.now = at
-	m.do(Tick{Timer: TimerStable})
+	m.do(Tick{Name: TimerStable})
 	if m.s.HasEntry {
 		t.Fatal("entry kept after 5m running without a healthcheck")
 	}
+}
+
+// SUP-18: the event of a restart decision, replica.failed, names the
+// reason, the failure count and the next attempt (the shell stamps the
+// actor's path and the instance). With the default ladder the fourth
+// failure waits 1m.
+func TestSUP18FailureEventNamesReasonCountAndNextAttempt(t *testing.T) {
+	m := newSim(t, false).boot()
+	for i := 1; i <= 4; i++ {
+		m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).noEvent(messages.KindReplicaRestarted)
+		ev := m.event(messages.KindReplicaFailed)
+		next := m.now
+		if i == 4 {
+			next = m.now.Add(time.Minute)
+		}
+		want := fmt.Sprintf("exited with code 1; failure %d, next attempt %s", i, next.Format(time.RFC3339))
+		if ev.Message != want || ev.Level != messages.LevelWarn {
+			t.Fatalf("failure %d: %s %q, want warn %q", i, ev.Level, ev.Message, want)
+		}
+		if i < 4 {
+			m.wantOp(OpStart).do(OpDone{Op: OpStart})
+			m.now = m.now.Add(time.Second)
+			m.do(OpDone{Op: OpInspect, Status: running(m.now)})
+		}
+	}
+	if at := m.timer(TimerRestart); !at.Equal(m.now.Add(time.Minute)) {
+		t.Fatalf("restart timer at %v", at)
+	}
+}
+
+// Issue 14, "event kinds say what happened": a replica that fails emits
+// replica.failed; replica.restarted is for an instance that runs again
+// after a restart engenho made (counted in its restarts) or saw made
+// outside engenho (SVC-9). A first start, an adoption and a restart whose
+// start failed emit no replica.restarted.
+func TestReplicaEventKindsSayWhatHappened(t *testing.T) {
+	m := newSim(t, false)
+	m.do(Begin{}).noEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpCreate}).noEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpStart}).noEvent(messages.KindReplicaRestarted)
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).noEvent(messages.KindReplicaRestarted).wantPhase(PhaseServing, true)
+
+	// A kill: failed, then restarted once it runs again.
+	m.do(Exited{Exit: drivers.Exit{ExitCode: -1, Signal: "killed"}}).wantEvent(messages.KindReplicaFailed).noEvent(messages.KindReplicaRestarted)
+	m.wantOp(OpStart).do(OpDone{Op: OpStart}).noEvent(messages.KindReplicaRestarted)
+	m.now = m.now.Add(time.Second)
+	ev := m.do(OpDone{Op: OpInspect, Status: running(m.now)}).noEvent(messages.KindReplicaFailed).event(messages.KindReplicaRestarted)
+	if ev.Level != messages.LevelInfo || ev.Message != "restarted by engenho; running again (restart 1)" || m.s.Restarts != 1 {
+		t.Fatalf("restart event %s %q, restarts %d", ev.Level, ev.Message, m.s.Restarts)
+	}
+
+	// A restart whose start fails is a failure, not a restart; the next
+	// start that runs is restart 3 (both attempts are counted).
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantEvent(messages.KindReplicaFailed)
+	m.do(OpDone{Op: OpStart, Err: drivers.Errorf("fake", "start", "x", drivers.ErrInvalid, "boom")}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped}}).wantEvent(messages.KindReplicaFailed).noEvent(messages.KindReplicaRestarted)
+	m.wantOp(OpStart).do(OpDone{Op: OpStart})
+	m.now = m.now.Add(time.Second)
+	ev = m.do(OpDone{Op: OpInspect, Status: running(m.now)}).event(messages.KindReplicaRestarted)
+	if ev.Message != "restarted by engenho; running again (restart 3)" {
+		t.Fatalf("restart event %q", ev.Message)
+	}
+
+	// SVC-9: a restart made outside engenho is seen, and is no failure.
+	m.now = m.now.Add(time.Minute)
+	m.do(Tick{Name: TimerSweep})
+	ev = m.do(OpDone{Op: OpInspect, Status: running(m.now)}).noEvent(messages.KindReplicaFailed).event(messages.KindReplicaRestarted)
+	if ev.Level != messages.LevelWarn || ev.Message != "instance restarted outside engenho; verifying it before it serves again" {
+		t.Fatalf("restart seen: %s %q", ev.Level, ev.Message)
+	}
+
+	// An operator's stop and start restarts it too (SVC-10).
+	m.do(Command{Intent: messages.IntentStop}).do(OpDone{Op: OpStop}).wantPhase(PhaseStopped, false)
+	m.do(Command{Intent: messages.IntentRun}).wantOp(OpStart).do(OpDone{Op: OpStart})
+	m.do(OpDone{Op: OpInspect, Status: running(m.now.Add(time.Second))}).wantEvent(messages.KindReplicaRestarted).noEvent(messages.KindReplicaFailed)
+
+	// An adopted instance (SUP-9) is no restart.
+	m = newSim(t, true)
+	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour)}}).noEvent(messages.KindReplicaRestarted)
 }

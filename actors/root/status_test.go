@@ -56,7 +56,7 @@ func checkCrashLoop(t *testing.T, e *env, from int) {
 	for e.clk.Now().Before(start.Add(190 * time.Second)) {
 		time.Sleep(200 * time.Microsecond)
 		e.clk.Advance(100 * time.Millisecond)
-		if e.tree.Events.Count(messages.KindReplicaRestarted) < from {
+		if e.tree.Events.Count(messages.KindReplicaFailed) < from {
 			continue
 		}
 		st := e.tree.Service("web", "bad")
@@ -93,7 +93,7 @@ func checkCrashLoop(t *testing.T, e *env, from int) {
 	if n := e.tree.Events.Count(messages.KindHealthRecovered); n != 0 {
 		t.Fatalf("%d health.recovered for runs that crashed:\n%s", n, e.tree.Events)
 	}
-	if n := e.tree.Events.Count(messages.KindReplicaRestarted); n < 5 {
+	if n := e.tree.Events.Count(messages.KindReplicaFailed); n < 5 {
 		t.Fatalf("only %d failures in 3m10s:\n%s", n, e.tree.Events)
 	}
 }

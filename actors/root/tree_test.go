@@ -157,8 +157,20 @@ func TestKilledReplicaRestarted(t *testing.T) {
 			t.Fatalf("%s restarted although the fault was aimed at %s", name, victim)
 		}
 	}
-	if e.tree.Events.Count(messages.KindReplicaRestarted) != 1 {
+	// One failure, one restart (issue 14: the kinds say what happened).
+	if e.tree.Events.Count(messages.KindReplicaFailed) != 1 || e.tree.Events.Count(messages.KindReplicaRestarted) != 1 {
 		t.Fatalf("events:\n%s", e.tree.Events)
+	}
+	// SUP-18: the failure's event names the actor, the instance, the
+	// reason, the failure count and the next attempt.
+	for _, ev := range e.tree.Events.All() {
+		if ev.Kind != messages.KindReplicaFailed {
+			continue
+		}
+		if ev.Instance != victim || !strings.Contains(ev.Actor, "service:api/replica:") ||
+			!strings.HasPrefix(ev.Message, "exited with code 137; failure 1, next attempt ") {
+			t.Fatalf("replica.failed event %+v", ev)
+		}
 	}
 }
 

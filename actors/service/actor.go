@@ -57,7 +57,7 @@ type Backend struct {
 type Env struct {
 	Driver func(name string) (drivers.Driver, bool)
 	Ports  Ports
-	Events replica.Emitter
+	Events supervise.Emitter
 	Board  *supervise.Board
 	Store  Store
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in commands.

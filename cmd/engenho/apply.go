@@ -139,7 +139,7 @@ func progressLine(s messages.ServiceStatus) string {
 	return line
 }
 
-// progressEvent: "  #41 replica.restarted web-api-1-x1: unhealthy: exit
+// progressEvent: "  #41 replica.failed web-api-1-x1: unhealthy: exit
 // code 1; failure 2" (control characters escaped, as `engenho events`).
 func progressEvent(e messages.Event) string {
 	who := e.Instance

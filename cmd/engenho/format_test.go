@@ -182,7 +182,7 @@ func TestSVC5WaitProgressAndFailure(t *testing.T) {
 		{Service: &updating},
 		{Service: &starting},
 		{Service: &messages.ServiceStatus{Stack: "web", Service: "cache", State: messages.ServiceConverged, Desired: 1, Healthy: 1}, Note: "holding 5s before the verdict (update_config.monitor)"},
-		{Event: &messages.Event{Seq: 41, Kind: messages.KindReplicaRestarted, Stack: "web", Service: "api", Instance: "web-api-2-x2", Message: "unhealthy: HTTP 500\nbody"}},
+		{Event: &messages.Event{Seq: 41, Kind: messages.KindReplicaFailed, Stack: "web", Service: "api", Instance: "web-api-2-x2", Message: "unhealthy: HTTP 500\nbody"}},
 		{Event: &messages.Event{Seq: 42, Kind: messages.KindDeployFailed, Stack: "web", Service: "api", Message: "revision bbbbbbbbbbbb: slot 2 did not become healthy within 1m32s"}},
 		{Event: &messages.Event{Seq: 43, Kind: messages.KindRolloutRolledBack, Stack: "web", Service: "api", Message: "rolled back to revision aaaaaaaaaaaa"}},
 	}
@@ -207,7 +207,7 @@ rolling out:
 web/api  updating  1/2 healthy  slot 1 done, 2 updating
 web/db  starting  1/2 healthy  slot 1 serving, 2 probing
 web/cache  converged  1/1 healthy  [holding 5s before the verdict (update_config.monitor)]
-  #41 replica.restarted web-api-2-x2: unhealthy: HTTP 500\nbody
+  #41 replica.failed web-api-2-x2: unhealthy: HTTP 500\nbody
   #42 deploy.failed web/api: revision bbbbbbbbbbbb: slot 2 did not become healthy within 1m32s
   #43 rollout.rolled_back web/api: rolled back to revision aaaaaaaaaaaa
 
@@ -239,10 +239,10 @@ func TestSVC20EventLine(t *testing.T) {
 // the human output: newlines, tabs, carriage returns and terminal escapes
 // are written as escapes, in the message and in the fields.
 func TestSVC20EventLineEscapesControlCharacters(t *testing.T) {
-	e := messages.Event{Seq: 11, UnixMs: now.UnixMilli(), Level: messages.LevelWarn, Kind: messages.KindReplicaRestarted, Stack: "b", Service: "sick",
+	e := messages.Event{Seq: 11, UnixMs: now.UnixMilli(), Level: messages.LevelWarn, Kind: messages.KindReplicaFailed, Stack: "b", Service: "sick",
 		Message: "unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1", Fields: map[string]string{"output": "a\nb", "path": `C:\dir`}}
 	got := formatEvent(e, time.UTC)
-	same(t, "escaped", got, `#11 2025-03-01 12:00:00.000 warn  replica.restarted b/sick: unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1 (output=a\nb, path=C:\dir)`)
+	same(t, "escaped", got, `#11 2025-03-01 12:00:00.000 warn  replica.failed b/sick: unhealthy: line one\nline two\r\n\x1b[31mred\ttab; failure 1 (output=a\nb, path=C:\dir)`)
 	if strings.ContainsFunc(got, unicode.IsControl) {
 		t.Errorf("a control character reached the terminal: %q", got)
 	}

@@ -59,7 +59,7 @@ func TestSVC5RolloutWatchVerdicts(t *testing.T) {
 		}, control.OutcomeNone, ""},
 		{"deploy.failed fails it, the rollback's converged does not undo it", stackfile.ActionUpdate, []step{
 			{svc: s(snap("api", "3", messages.ServiceUpdating, "")), shown: true},
-			{event: e(ev(9, "api", messages.KindReplicaRestarted, "unhealthy")), shown: true},
+			{event: e(ev(9, "api", messages.KindReplicaFailed, "unhealthy")), shown: true},
 			{event: e(ev(10, "api", messages.KindDeployFailed, "revision b: slot 1 did not become healthy")), shown: true},
 			{event: e(ev(11, "api", messages.KindRolloutRolledBack, "rolled back to revision a")), shown: true},
 			{svc: s(snap("api", "2", messages.ServiceConverged, ""))},
@@ -178,7 +178,7 @@ func TestSVC5RolloutWatchProperties(t *testing.T) {
 	states := []messages.ServiceState{messages.ServiceStarting, messages.ServiceConverged, messages.ServiceUpdating,
 		messages.ServicePaused, messages.ServiceWaiting, messages.ServiceFailing, "backoff"}
 	kinds := []string{messages.KindDeployFailed, messages.KindRolloutPaused, messages.KindRolloutRolledBack,
-		messages.KindReplicaRestarted, messages.KindDeploySucceeded, messages.KindRolloutStarted}
+		messages.KindReplicaFailed, messages.KindReplicaRestarted, messages.KindDeploySucceeded, messages.KindRolloutStarted}
 	rapid.Check(t, func(t *rapid.T) {
 		services := []string{"api", "db"}
 		w := newRolloutWatch(plan("3", change("api", stackfile.ActionUpdate), change("db", stackfile.ActionCreate)),
