@@ -143,19 +143,12 @@ type ServiceSummary struct {
 // messages that are queued now (it coalesces bursts of replica reports).
 type ServicePlan struct{}
 
-// ServiceWake is a service's own message: a planner deadline fell due.
-type ServiceWake struct{ Seq uint64 }
-
 // ServiceListed is a service's own message: the driver listed the
 // instances that carry the service's labels (adoption, SUP-9).
 type ServiceListed struct {
 	Instances []drivers.Status
 	Err       error
 }
-
-// ServiceRelist is a service's own message: list the instances again after
-// a failed listing.
-type ServiceRelist struct{}
 
 // ServiceDrained is a service's own message: replica ID has no more
 // connections through the balancer and may be stopped (SVC-16).

@@ -18,6 +18,7 @@ import (
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Store is the journal as a service uses it: rollout progress and failed
@@ -67,35 +68,36 @@ type Env struct {
 	OutputLines int
 }
 
-// Actor is the service actor.
+// Actor is the service actor: the shell of the core (Step). It turns its
+// messages into events and performs the effects the core returns.
 type Actor struct {
-	h     *supervise.Handle
-	env   Env
-	kids  *supervise.Children
-	stack string
-	name  string
+	h      *supervise.Handle
+	env    Env
+	kids   *supervise.Children
+	timers *supervise.Timers
+	shell  supervise.Shell
+	stack  string
+	name   string
 
 	defs    map[string]stackfile.Service // by effective revision
 	current messages.ServiceRevision
 	drv     drivers.Driver
 	prober  *probe.Prober
 
-	s       State
-	alarm   Alarm
-	deps    map[string]messages.DependencyStatus
-	views   map[string]messages.ReplicaStatus // last report of each replica
-	removed bool
+	s     State
+	views map[string]messages.ReplicaStatus // last report of each replica
 
 	planQueued bool
-	wakeAt     time.Time
-	wake       clock.Timer
-	wakeSeq    uint64
 	ports      []portBinding
 	rotation   map[string]string // port name -> last backends, to skip no-op updates
 	lastSum    messages.ServiceSummary
 	ctx        context.Context
 	cancel     context.CancelFunc
 }
+
+// relistTimer is the shell's own timer: list the instances again after a
+// failed listing.
+const relistTimer = "relist"
 
 type portBinding struct {
 	name   string
@@ -107,11 +109,15 @@ type portBinding struct {
 // definition, stopped its durable intent.
 func Produce(env Env, def messages.ServiceDefinition, stopped bool) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
-		a := &Actor{h: h, env: env, stack: def.Stack, name: def.Current.Definition.Name,
-			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{},
-			deps: map[string]messages.DependencyStatus{}, rotation: map[string]string{}}
+		a := &Actor{h: h, env: env, stack: def.Stack, name: def.Current.Definition.Name, timers: supervise.NewTimers(h),
+			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{}, rotation: map[string]string{}}
+		a.shell = supervise.Shell{Timers: a.timers, Events: env.Events,
+			Event: messages.Event{Stack: a.stack, Service: a.name}, Own: a.perform}
 		a.s = State{Replicas: map[string]Replica{}, Failed: map[string]bool{}, Stopped: stopped}
-		a.define(def)
+		// The first definition asks only for a plan, and the actor plans
+		// once it has adopted its instances: nothing to perform yet.
+		first := a.define(def)
+		a.s, _ = Step(a.config(), a.s, first, h.Clock().Now())
 		return a
 	}
 }
@@ -124,32 +130,25 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.stopped()
 	case messages.ServiceListed:
 		a.adopt(m)
-	case messages.ServiceRelist:
-		a.list()
+	case messages.Timer:
+		a.timer(m)
 	case messages.ReplicaStatus:
 		a.replicaReport(m)
 	case messages.ChildExited:
 		a.childExited(m)
 	case messages.ServicePlan:
 		a.planQueued = false
-		a.plan()
-	case messages.ServiceWake:
-		if m.Seq == a.wakeSeq {
-			a.wakeAt = time.Time{}
-			a.plan()
-		}
+		a.feed(Tick{})
 	case messages.ServiceDefinition:
-		a.define(m)
-		a.planSoon()
+		a.feed(a.define(m))
 	case messages.ServiceIntent:
-		a.intent(m)
+		a.feed(SetStopped{Stopped: m.Stopped})
 	case messages.ServiceRetry:
-		a.retry()
+		a.feed(Retry{})
 	case messages.ServiceRemove:
-		a.remove()
+		a.feed(Remove{})
 	case messages.DependencyStatus:
-		a.deps[m.Service] = m
-		a.planSoon()
+		a.feed(Dependency{Status: m})
 	case messages.ServiceDrained:
 		if pid := a.kids.PID(childName(a.s.Replicas[m.ID])); pid != nil {
 			c.Send(pid, messages.ReplicaCommand{Intent: messages.IntentRetire})
@@ -157,8 +156,19 @@ func (a *Actor) Receive(c *actor.Context) {
 	}
 }
 
-// define takes a definition from the stack.
-func (a *Actor) define(def messages.ServiceDefinition) {
+// feed gives the core event e and performs the effects it returns.
+func (a *Actor) feed(e Event) {
+	var fx []step.Effect
+	a.s, fx = Step(a.config(), a.s, e, a.h.Clock().Now())
+	supervise.Apply(a.h, a.shell, fx)
+}
+
+// config is the core's config from the latest definition.
+func (a *Actor) config() Config { return coreConfig(a.current.Definition) }
+
+// define keeps a definition from the stack and returns the event for the
+// core.
+func (a *Actor) define(def messages.ServiceDefinition) Define {
 	a.current = def.Current
 	a.defs[def.Current.Revision] = def.Current.Definition
 	var prev *Target
@@ -167,12 +177,7 @@ func (a *Actor) define(def messages.ServiceDefinition) {
 		t := targetOf(*def.Previous)
 		prev = &t
 	}
-	var acts []Action
-	a.s, acts = Redefine(a.s, targetOf(def.Current), prev)
-	if len(a.current.Definition.DependsOn) == 0 {
-		a.s.DepsMet = true
-	}
-	a.perform(acts) // none for the first definition, before the actor starts
+	return Define{Target: targetOf(def.Current), Previous: prev}
 }
 
 func (a *Actor) start() {
@@ -185,9 +190,7 @@ func (a *Actor) start() {
 	}
 	a.drv, a.prober = drv, probe.NewProber(drv, a.h.Clock())
 	if failed, err := a.env.Store.FailedRevisions(a.stack, a.name); err == nil {
-		for k := range failed {
-			a.s.Failed[k] = true
-		}
+		a.feed(Recall{Failed: failed})
 	} else {
 		a.h.Log().Warn().Err(err).Msg("reading failed revisions")
 	}
@@ -200,9 +203,20 @@ func (a *Actor) stopped() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	if a.wake != nil {
-		a.wake.Stop()
+	a.timers.Stop()
+}
+
+// timer runs a timer that fired as armed now: the shell's relist, or the
+// core's.
+func (a *Actor) timer(m messages.Timer) {
+	if !a.timers.Fresh(m) {
+		return
 	}
+	if m.Name == relistTimer {
+		a.list()
+		return
+	}
+	a.feed(Fired{Timer: m.Name})
 }
 
 // list asks the driver for the instances of this service (SUP-9).
@@ -233,8 +247,7 @@ func (a *Actor) adopt(m messages.ServiceListed) {
 	}
 	if m.Err != nil {
 		a.h.Log().Warn().Err(m.Err).Msg("listing instances failed; retrying in 1s")
-		self, eng := a.h.PID(), a.h.Engine()
-		a.h.Clock().AfterFunc(time.Second, func() { eng.Send(self, messages.ServiceRelist{}) })
+		a.timers.Arm(relistTimer, a.h.Clock().Now().Add(time.Second))
 		return
 	}
 	for _, st := range m.Instances {
@@ -243,8 +256,7 @@ func (a *Actor) adopt(m messages.ServiceListed) {
 		}
 		a.adoptOne(st)
 	}
-	a.s.Adopted = true
-	a.plan()
+	a.feed(Adopted{})
 }
 
 func (a *Actor) adoptOne(st drivers.Status) {
@@ -307,7 +319,7 @@ func (a *Actor) spawnReplica(r Replica, def stackfile.Service, p replica.Params,
 		}
 		return replica.Produce(renv, q)(h)
 	}
-	a.s.Replicas[r.ID] = r
+	a.feed(Spawned{Replica: r})
 	if err := a.kids.Start(supervise.ChildSpec{Name: childName(r), Produce: produce, Restart: supervise.Transient}); err != nil {
 		a.h.Log().Error().Err(err).Msg("starting replica actor")
 	}
@@ -325,38 +337,28 @@ func stepTimeout(def stackfile.Service, env Env) time.Duration {
 func childName(r Replica) string { return "replica:" + strconv.Itoa(r.Slot) + "-" + r.ID }
 
 func (a *Actor) replicaReport(m messages.ReplicaStatus) {
-	r, ok := a.s.Replicas[m.ID]
-	if !ok {
+	if _, ok := a.s.Replicas[m.ID]; !ok {
 		return
 	}
 	a.views[m.ID] = m
-	r.Phase, r.InRotation = m.Phase, m.InRotation && !r.Retiring
-	r.Failures, r.LastError, r.NextAttempt = m.Ledger.Failures, m.LastError, m.Ledger.NextAttempt
-	if r.LastError == "" {
-		r.LastError = m.Ledger.LastReason // a restarted replica actor starts without one
-	}
-	r.Health, r.Probe, r.ServingSince = m.Health, m.LastProbe, m.ServingSince
-	if m.Replace {
-		r.Leaving, r.InRotation = true, false
-	}
-	a.s.Replicas[m.ID] = r
-	a.planSoon()
+	a.feed(Report{Status: m})
 }
 
 func (a *Actor) childExited(m messages.ChildExited) {
 	if a.kids.Has(m.Name) {
 		return // restarted, now or later, by the supervisor
 	}
+	var gone string
 	for id, r := range a.s.Replicas {
 		if childName(r) == m.Name {
-			delete(a.s.Replicas, id)
+			gone = id
 			delete(a.views, id)
 			if m.Reason.Abnormal() {
 				a.env.Board.DeleteReplica(a.stack, a.name, id)
 			}
 		}
 	}
-	a.planSoon()
+	a.feed(Exited{ID: gone})
 }
 
 // planSoon plans once after the messages already queued (a burst of
@@ -369,56 +371,41 @@ func (a *Actor) planSoon() {
 	a.h.Engine().Send(a.h.PID(), messages.ServicePlan{})
 }
 
-func (a *Actor) plan() {
-	if a.removed {
-		a.retireAll()
-		return
-	}
-	a.s.DepsMet = a.s.DepsMet || a.depsMet()
-	now := a.h.Clock().Now()
-	var acts []Action
-	a.s, acts = Plan(a.s, now)
-	sum := Summarize(a.s, "", now)
-	var more []Action
-	a.alarm, more = a.alarm.Watch(sum.Steady, a.s.Rollout != nil, now, a.current.Definition.Engenho.UnhealthyEventAfter)
-	if !sum.Recheck.IsZero() {
-		more = append(more, Action{Kind: Wake, At: sum.Recheck})
-	}
-	a.perform(append(acts, more...))
-	a.updateRotation()
-	a.publish()
-}
-
-func (a *Actor) perform(acts []Action) {
-	for _, act := range acts {
-		switch act.Kind {
-		case Spawn:
-			a.spawnNew(act)
-		case Retire:
-			a.retire(act.ID)
-		case SetIntent:
-			if pid := a.kids.PID(childName(a.s.Replicas[act.ID])); pid != nil {
-				a.h.Engine().Send(pid, messages.ReplicaCommand{Intent: act.Intent})
-			}
-		case SaveProgress:
-			if err := a.env.Store.SaveProgress(a.stack, a.name, act.Target.Deployment, act.Target.Revision, act.Done); err != nil {
-				a.h.Log().Error().Err(err).Msg("saving rollout progress")
-			}
-		case MarkFailed:
-			if err := a.env.Store.MarkFailed(a.stack, a.name, act.Target.Deployment, act.Target.Revision); err != nil {
-				a.h.Log().Error().Err(err).Msg("recording a failed revision")
-			}
-		case Emit:
-			a.emit(act.Event, act.Level, act.Message)
-		case Wake:
-			a.wakeAtLatest(act.At)
-		case ClearBackoff:
-			a.retry()
+// perform does the core's own effects (supervise.Apply does the shared
+// ones).
+func (a *Actor) perform(f step.Effect) {
+	switch f := f.(type) {
+	case Spawn:
+		a.spawnNew(f)
+	case Retire:
+		a.retire(f.ID)
+	case SetIntent:
+		if pid := a.kids.PID(childName(a.s.Replicas[f.ID])); pid != nil {
+			a.h.Engine().Send(pid, messages.ReplicaCommand{Intent: f.Intent})
 		}
+	case SaveProgress:
+		if err := a.env.Store.SaveProgress(a.stack, a.name, f.Target.Deployment, f.Target.Revision, f.Done); err != nil {
+			a.h.Log().Error().Err(err).Msg("saving rollout progress")
+		}
+	case MarkFailed:
+		if err := a.env.Store.MarkFailed(a.stack, a.name, f.Target.Deployment, f.Target.Revision); err != nil {
+			a.h.Log().Error().Err(err).Msg("recording a failed revision")
+		}
+	case ClearBackoff:
+		a.retry()
+	case Replan:
+		a.planSoon()
+	case Publish:
+		a.updateRotation()
+		a.publish()
+	case Shutdown:
+		a.shutdown()
+	default:
+		a.h.Log().Error().Str("effect", fmt.Sprintf("%T", f)).Msg("effect the service shell does not know")
 	}
 }
 
-func (a *Actor) spawnNew(act Action) {
+func (a *Actor) spawnNew(act Spawn) {
 	def, ok := a.defs[act.Target.Revision]
 	if !ok {
 		a.h.Log().Error().Str("revision", act.Target.Revision).Msg("no definition for revision")
@@ -463,32 +450,6 @@ func (a *Actor) retire(id string) {
 	}()
 }
 
-func (a *Actor) wakeAtLatest(at time.Time) {
-	if !a.wakeAt.IsZero() && !at.Before(a.wakeAt) {
-		return
-	}
-	if a.wake != nil {
-		a.wake.Stop()
-	}
-	a.wakeSeq++
-	seq, self, eng := a.wakeSeq, a.h.PID(), a.h.Engine()
-	a.wakeAt = at
-	a.wake = a.h.Clock().AfterFunc(at.Sub(a.h.Clock().Now()), func() { eng.Send(self, messages.ServiceWake{Seq: seq}) })
-}
-
-func (a *Actor) intent(m messages.ServiceIntent) {
-	if a.s.Stopped == m.Stopped {
-		return
-	}
-	a.s.Stopped = m.Stopped
-	kind, msg := messages.KindServiceStarted, "started by the operator"
-	if m.Stopped {
-		kind, msg = messages.KindServiceStopped, "stopped by the operator"
-	}
-	a.emit(kind, messages.LevelInfo, msg)
-	a.planSoon()
-}
-
 func (a *Actor) retry() {
 	for _, r := range a.s.Replicas {
 		if pid := a.kids.PID(childName(r)); pid != nil {
@@ -497,44 +458,14 @@ func (a *Actor) retry() {
 	}
 }
 
-// remove retires every instance; the actor ends once they are gone. It
-// waits for adoption first, so instances found on the driver go too.
-func (a *Actor) remove() {
-	a.removed = true
-	a.planSoon()
-}
-
-func (a *Actor) retireAll() {
-	if !a.s.Adopted {
-		return
-	}
-	for id, r := range a.s.Replicas {
-		if !r.Retiring {
-			r.Retiring, r.InRotation = true, false
-			a.s.Replicas[id] = r
-			a.retire(id)
-		}
-	}
-	a.publish()
-	if len(a.s.Replicas) > 0 {
-		return
-	}
+// shutdown closes the service's listeners, takes it off the board and
+// tells the stack it is gone; the core ends the actor next.
+func (a *Actor) shutdown() {
 	for _, p := range a.ports {
 		_ = a.env.Ports.Close(p.name)
 	}
 	a.env.Board.DeleteService(a.stack, a.name)
 	a.h.Engine().Send(a.h.Parent(), messages.ServiceSummary{Service: a.name, Gone: true})
-	a.h.Exit(messages.ExitNormal, nil)
-}
-
-func (a *Actor) depsMet() bool {
-	for _, d := range a.current.Definition.DependsOn {
-		st := a.deps[d.Service]
-		if d.Condition == stackfile.ConditionHealthy && st.Healthy == 0 || st.Running == 0 && st.Healthy == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (a *Actor) waitingFor() string {
@@ -557,7 +488,7 @@ func (a *Actor) openPorts() {
 		}
 		if err := a.env.Ports.Listen(b.name, b.listen); err != nil {
 			a.h.Log().Error().Err(err).Str("listen", b.listen).Msg("cannot listen on a published port")
-			a.emit(messages.KindDeployFailed, messages.LevelError, err.Error())
+			supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError, Message: err.Error()}})
 		}
 	}
 }
@@ -583,14 +514,6 @@ func (a *Actor) updateRotation() {
 			a.h.Log().Warn().Err(err).Msg("updating the balancer")
 		}
 	}
-}
-
-func (a *Actor) emit(kind string, level messages.Level, msg string) {
-	if a.env.Events == nil {
-		return
-	}
-	a.env.Events.Emit(messages.Event{UnixMs: a.h.Clock().Now().UnixMilli(), Level: level, Kind: kind,
-		Stack: a.stack, Service: a.name, Actor: a.h.Path(), Message: msg})
 }
 
 // publish puts the service's snapshot on the board and tells the stack.
@@ -670,17 +593,6 @@ func slotCurrent(s State, n int) bool {
 		}
 	}
 	return false
-}
-
-// Ledger returns each slot's backoff entry for `engenho why`.
-func Ledger(st messages.ServiceStatus) map[int]messages.Ledger {
-	out := map[int]messages.Ledger{}
-	for _, r := range st.Replicas {
-		if r.HasLedger {
-			out[r.Slot] = r.Ledger
-		}
-	}
-	return out
 }
 
 func newID() string {

@@ -24,6 +24,11 @@ func targetOf(r messages.ServiceRevision) Target {
 	}
 }
 
+// coreConfig is the core's config from the service's latest definition.
+func coreConfig(svc stackfile.Service) Config {
+	return Config{UnhealthyAfter: svc.Engenho.UnhealthyEventAfter, DependsOn: svc.DependsOn}
+}
+
 // LadderConfig maps a service's backoff onto the ladder (SUP-10).
 func LadderConfig(e stackfile.Engenho) ladder.Config {
 	return ladder.Config{Immediate: e.Backoff.Immediate, Delays: e.Backoff.Delays, Cap: e.Backoff.Cap,

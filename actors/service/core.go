@@ -5,7 +5,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Update is the rollout shape (SVC-12, SVC-13).
@@ -93,62 +95,208 @@ type State struct {
 	Adopted bool
 	// Defined is the revision of the last definition the stack sent.
 	Defined string
+	// Deps is the last status of each dependency (SVC-18).
+	Deps map[string]messages.DependencyStatus
+	// Alarm is the service-level health alarm (SVC-20).
+	Alarm Alarm
+	// Removed: the service retires everything and then ends.
+	Removed bool
+	// WakeAt is when WakeTimer is armed to fire; zero when it is not.
+	WakeAt time.Time
 }
 
-// ActionKind is what the shell is asked to do.
-type ActionKind int
-
-const (
-	Spawn ActionKind = iota
-	Retire
-	SetIntent
-	SaveProgress
-	MarkFailed
-	Emit
-	Wake
-	// ClearBackoff: every replica's ladder and spent restart policy are
-	// cleared (SUP-17).
-	ClearBackoff
-)
-
-// Action is one thing for the shell to do.
-type Action struct {
-	Kind    ActionKind
-	Slot    int
-	ID      string
-	Intent  messages.Intent
-	Target  Target
-	Done    []int
-	Event   string
-	Level   messages.Level
-	Message string
-	At      time.Time
+// Config is what the core takes from the service's latest definition
+// besides its targets.
+type Config struct {
+	// UnhealthyAfter is how long a service that was healthy may have no
+	// healthy replica before health.unhealthy (SVC-20).
+	UnhealthyAfter time.Duration
+	// DependsOn are the services it waits for before it creates anything
+	// (SVC-18).
+	DependsOn []stackfile.Dependency
 }
 
-// Redefine takes the service's definition from the stack, which sends it
-// again whenever the stack gets a new deployment. Only a new revision of
-// this service (its definition changed, a redeploy, a stack rollback)
-// clears the backoff (SUP-17). A deployment that changed other services of
-// the stack, or only this one's replica count or update settings, leaves
-// its ladders, a rollback it made and a revision that failed as they are.
-func Redefine(s State, t Target, prev *Target) (State, []Action) {
+// WakeTimer is the service's one timer: plan again at the next deadline
+// (a batch's deadline, monitor or delay, the health alarm, a settling
+// window).
+const WakeTimer = "wake"
+
+// Step is the service core (layers.md, "One Step/Effect contract"): the
+// new state and the effects the actor performs, for event e at now. It
+// reads no clock and does no I/O; s is not changed.
+func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
+	s = copyMaps(s)
+	switch e := e.(type) {
+	case SetTarget:
+		return setTarget(s, e.Target, e.Previous), nil
+	case Define:
+		s, fx := redefine(s, e.Target, e.Previous)
+		return s, append(fx, Replan{})
+	case Recall:
+		for k := range e.Failed {
+			s.Failed[k] = true
+		}
+		return s, nil
+	case Spawned:
+		s.Replicas[e.Replica.ID] = e.Replica
+		return s, nil
+	case Adopted:
+		s.Adopted = true
+		return pass(cfg, s, now)
+	case Report:
+		return report(s, e.Status)
+	case Exited:
+		delete(s.Replicas, e.ID)
+		return s, []step.Effect{Replan{}}
+	case Dependency:
+		s.Deps[e.Status.Service] = e.Status
+		return s, []step.Effect{Replan{}}
+	case SetStopped:
+		return setStopped(s, e.Stopped)
+	case Retry:
+		return s, []step.Effect{ClearBackoff{}}
+	case Remove:
+		s.Removed = true
+		return s, []step.Effect{Replan{}}
+	case Tick:
+		return pass(cfg, s, now)
+	case Fired:
+		if e.Timer != WakeTimer {
+			return s, []step.Effect{step.Refuse{Reason: fmt.Sprintf("no timer %q", e.Timer)}}
+		}
+		s.WakeAt = time.Time{}
+		return pass(cfg, s, now)
+	}
+	return s, []step.Effect{step.Refuse{Reason: fmt.Sprintf("unknown event %T", e)}}
+}
+
+// report takes a replica's status; a report of a replica the service no
+// longer has is dropped.
+func report(s State, m messages.ReplicaStatus) (State, []step.Effect) {
+	r, ok := s.Replicas[m.ID]
+	if !ok {
+		return s, nil
+	}
+	r.Phase, r.InRotation = m.Phase, m.InRotation && !r.Retiring
+	r.Failures, r.LastError, r.NextAttempt = m.Ledger.Failures, m.LastError, m.Ledger.NextAttempt
+	if r.LastError == "" {
+		r.LastError = m.Ledger.LastReason // a restarted replica actor starts without one
+	}
+	r.Health, r.Probe, r.ServingSince = m.Health, m.LastProbe, m.ServingSince
+	if m.Replace {
+		r.Leaving, r.InRotation = true, false
+	}
+	s.Replicas[m.ID] = r
+	return s, []step.Effect{Replan{}}
+}
+
+// setStopped takes the operator's stopped intent (SVC-10); the same
+// intent again changes nothing.
+func setStopped(s State, stopped bool) (State, []step.Effect) {
+	if s.Stopped == stopped {
+		return s, nil
+	}
+	s.Stopped = stopped
+	kind, msg := messages.KindServiceStarted, "started by the operator"
+	if stopped {
+		kind, msg = messages.KindServiceStopped, "stopped by the operator"
+	}
+	return s, []step.Effect{step.Emit{Kind: kind, Level: messages.LevelInfo, Message: msg}, Replan{}}
+}
+
+// pass is one planning pass: the plan, the health alarm, the wake timer
+// and the snapshot, or the removal.
+func pass(cfg Config, s State, now time.Time) (State, []step.Effect) {
+	if s.Removed {
+		return removal(s)
+	}
+	s.DepsMet = s.DepsMet || depsMet(cfg, s.Deps)
+	s, fx := plan(s, now)
+	sum := Summarize(s, "", now)
+	var more []step.Effect
+	s.Alarm, more = s.Alarm.watch(sum.Steady, s.Rollout != nil, now, cfg.UnhealthyAfter)
+	fx = append(fx, more...)
+	if !sum.Recheck.IsZero() {
+		fx = append(fx, wake{At: sum.Recheck})
+	}
+	s, fx = armWake(s, fx)
+	return s, append(fx, Publish{})
+}
+
+// depsMet: every dependency has a running replica (service_started) or a
+// healthy one (service_healthy) (SVC-18).
+func depsMet(cfg Config, deps map[string]messages.DependencyStatus) bool {
+	for _, d := range cfg.DependsOn {
+		st := deps[d.Service]
+		if d.Condition == stackfile.ConditionHealthy && st.Healthy == 0 || st.Running == 0 && st.Healthy == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// removal retires every instance, once they were adopted (so instances
+// found on the driver go too); with none left the service ends.
+func removal(s State) (State, []step.Effect) {
+	if !s.Adopted {
+		return s, nil
+	}
+	var fx []step.Effect
+	for _, r := range sorted(s.Replicas) {
+		if !r.Retiring {
+			fx = append(fx, retire(&s, r.ID))
+		}
+	}
+	fx = append(fx, Publish{})
+	if len(s.Replicas) == 0 {
+		fx = append(fx, Shutdown{}, step.End{})
+	}
+	return s, fx
+}
+
+// armWake folds a pass's wakes into one step.Arm of WakeTimer at the
+// earliest of them, made only when that is earlier than the time the timer
+// is armed for already.
+func armWake(s State, fx []step.Effect) (State, []step.Effect) {
+	var at time.Time
+	out := make([]step.Effect, 0, len(fx)+1)
+	for _, f := range fx {
+		if w, ok := f.(wake); ok {
+			at = earliest(at, w.At)
+			continue
+		}
+		out = append(out, f)
+	}
+	if at.IsZero() || !s.WakeAt.IsZero() && !at.Before(s.WakeAt) {
+		return s, out
+	}
+	s.WakeAt = at
+	return s, append(out, step.Arm{Timer: WakeTimer, At: at})
+}
+
+// redefine takes the service's definition from the stack. Only a new
+// revision of this service (its definition changed, a redeploy, a stack
+// rollback) clears the backoff (SUP-17). A deployment that changed other
+// services of the stack, or only this one's replica count or update
+// settings, leaves its ladders, a rollback it made and a revision that
+// failed as they are.
+func redefine(s State, t Target, prev *Target) (State, []step.Effect) {
 	if s.Defined != "" && s.Defined == t.Revision {
 		return sameRevision(s, t)
 	}
 	first := s.Defined == ""
 	s.Defined = t.Revision
-	s = SetTarget(s, t, prev)
+	s = setTarget(s, t, prev)
 	if first {
 		return s, nil
 	}
-	return s, []Action{{Kind: ClearBackoff}}
+	return s, []step.Effect{ClearBackoff{}}
 }
 
 // sameRevision takes a definition whose revision did not change: the new
 // deployment id, replica count and settings apply to what the planner is
 // doing now.
-func sameRevision(s State, t Target) (State, []Action) {
-	s = copyMaps(s)
+func sameRevision(s State, t Target) (State, []step.Effect) {
 	switch {
 	case s.Pending != nil:
 		p := t
@@ -160,23 +308,23 @@ func sameRevision(s State, t Target) (State, []Action) {
 		s.Target, s.Target.Revision = t, rev
 		return s, nil
 	}
-	var acts []Action
+	var fx []step.Effect
 	if s.Failed[s.Target.key()] && !s.Failed[t.key()] {
 		// Still the revision that failed: it is not retried (SVC-13, SVC-14).
 		s.Failed[t.key()] = true
-		acts = append(acts, Action{Kind: MarkFailed, Target: t})
+		fx = append(fx, MarkFailed{Target: t})
 	}
 	if s.Rollout != nil && s.Rollout.Target.Revision == t.Revision {
 		s.Rollout.Target = t
 	}
 	s.Target = t
-	return s, acts
+	return s, fx
 }
 
-// SetTarget takes a new definition. Mid-batch it waits for the batch
+// setTarget takes a new definition. Mid-batch it waits for the batch
 // boundary (SVC-14). A definition whose (deployment, revision) failed before
 // is not rolled out again: with rollback it goes straight to the previous.
-func SetTarget(s State, t Target, prev *Target) State {
+func setTarget(s State, t Target, prev *Target) State {
 	if s.Rollout != nil && len(s.Rollout.Batch) > 0 && s.Rollout.Target.Revision != t.Revision {
 		s.Pending, s.Previous = &t, prev
 		return s
@@ -188,19 +336,18 @@ func SetTarget(s State, t Target, prev *Target) State {
 	return s
 }
 
-// Plan decides what to do now. It is called after every change.
-func Plan(s State, now time.Time) (State, []Action) {
+// plan decides what to do now. It changes s's maps: Step copied them.
+func plan(s State, now time.Time) (State, []step.Effect) {
 	if !s.Adopted {
 		return s, nil
 	}
-	s = copyMaps(s)
-	var acts []Action
+	var acts []step.Effect
 	acts = append(acts, intents(s)...)
 	if s.Stopped {
 		return s, acts
 	}
 	if s.Pending != nil && (s.Rollout == nil || len(s.Rollout.Batch) == 0) {
-		acts = append(acts, Action{Kind: Emit, Event: messages.KindRolloutSuperseded, Level: messages.LevelInfo,
+		acts = append(acts, step.Emit{Kind: messages.KindRolloutSuperseded, Level: messages.LevelInfo,
 			Message: fmt.Sprintf("deployment %s supersedes %s", s.Pending.Deployment, s.Target.Deployment)})
 		s.Target, s.Pending, s.Rollout = *s.Pending, nil, nil
 	}
@@ -230,6 +377,11 @@ func copyMaps(s State) State {
 		failed[k] = v
 	}
 	s.Failed = failed
+	deps := make(map[string]messages.DependencyStatus, len(s.Deps))
+	for k, v := range s.Deps {
+		deps[k] = v
+	}
+	s.Deps = deps
 	if s.Rollout != nil {
 		r := *s.Rollout
 		r.Seen, r.Done = copyTimes(r.Seen), copyBools(r.Done)
@@ -257,40 +409,40 @@ func copyBools(m map[int]bool) map[int]bool {
 
 // intents keeps every replica's intent in line with the stopped intent
 // (SVC-10).
-func intents(s State) []Action {
+func intents(s State) []step.Effect {
 	want := messages.IntentRun
 	if s.Stopped {
 		want = messages.IntentStop
 	}
-	var acts []Action
+	var acts []step.Effect
 	for _, r := range sorted(s.Replicas) {
 		if r.Retiring || r.Leaving || r.Intent == want {
 			continue
 		}
 		r.Intent = want
 		s.Replicas[r.ID] = r
-		acts = append(acts, Action{Kind: SetIntent, ID: r.ID, Intent: want})
+		acts = append(acts, SetIntent{ID: r.ID, Intent: want})
 	}
 	return acts
 }
 
 // avoidFailed: a target whose (deployment, revision) failed with rollback
 // goes back to the previous definition at once (SVC-14).
-func avoidFailed(s State) (State, []Action) {
+func avoidFailed(s State) (State, []step.Effect) {
 	if !s.Failed[s.Target.key()] || s.Target.Update.FailureAction != "rollback" || s.Previous == nil ||
 		s.Failed[s.Previous.key()] {
 		return s, nil
 	}
 	failed := s.Target
 	s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
-	return s, []Action{{Kind: Emit, Event: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+	return s, []step.Effect{step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
 		Message: fmt.Sprintf("revision %s of deployment %s failed before; back to %s", failed.Revision, failed.Deployment, s.Target.Revision)}}
 }
 
 // retireExtra retires every instance in a slot above the replica count,
 // highest first (SVC-15, SVC-17).
-func retireExtra(s State) (State, []Action) {
-	var acts []Action
+func retireExtra(s State) (State, []step.Effect) {
+	var acts []step.Effect
 	reps := sorted(s.Replicas)
 	for i := len(reps) - 1; i >= 0; i-- {
 		if r := reps[i]; r.Slot > s.Target.Replicas && !r.Retiring && !r.Leaving {
@@ -300,11 +452,11 @@ func retireExtra(s State) (State, []Action) {
 	return s, acts
 }
 
-func retire(s *State, id string) Action {
+func retire(s *State, id string) Retire {
 	r := s.Replicas[id]
 	r.Retiring, r.InRotation = true, false
 	s.Replicas[id] = r
-	return Action{Kind: Retire, ID: id, Slot: r.Slot}
+	return Retire{ID: id, Slot: r.Slot}
 }
 
 // slot groups the replicas that hold one slot.
@@ -338,8 +490,8 @@ func slots(s State) map[int]*slot {
 
 // cleanup (SVC-15): an old instance beside a serving current one is
 // removed; of two current instances in one slot one is kept.
-func cleanup(s State) (State, []Action) {
-	var acts []Action
+func cleanup(s State) (State, []step.Effect) {
+	var acts []step.Effect
 	occ := slots(s)
 	for _, n := range slotNumbers(occ) {
 		sl := occ[n]
@@ -380,20 +532,20 @@ func best(rs []Replica) Replica {
 // revision: a new slot, a slot whose instance is gone, or one whose old
 // instance a stop-first batch has retired. A slot with no old instance to
 // protect keeps retrying on the replica's ladder (SVC-13).
-func fill(s State, now time.Time) (State, []Action) {
-	var acts []Action
+func fill(s State, now time.Time) (State, []step.Effect) {
+	var acts []step.Effect
 	occ := slots(s)
 	for n := 1; n <= s.Target.Replicas; n++ {
 		if sl := occ[n]; sl != nil && sl.occupied {
 			continue
 		}
-		acts = append(acts, Action{Kind: Spawn, Slot: n, Target: s.Target})
+		acts = append(acts, Spawn{Slot: n, Target: s.Target})
 	}
 	return s, acts
 }
 
 // rollout replaces old instances in batches (SVC-12..SVC-14).
-func rollout(s State, now time.Time) (State, []Action) {
+func rollout(s State, now time.Time) (State, []step.Effect) {
 	occ := slots(s)
 	pending := pendingSlots(s, occ)
 	if s.Rollout == nil {
@@ -404,7 +556,7 @@ func rollout(s State, now time.Time) (State, []Action) {
 			return s, nil // paused: not retried until the definition changes
 		}
 		s.Rollout = &Rollout{Target: s.Target, From: oldRevision(occ), Seen: map[int]time.Time{}, Done: map[int]bool{}}
-		return batch(s, now, occ, pending, []Action{{Kind: Emit, Event: messages.KindRolloutStarted, Level: messages.LevelInfo,
+		return batch(s, now, occ, pending, []step.Effect{step.Emit{Kind: messages.KindRolloutStarted, Level: messages.LevelInfo,
 			Message: fmt.Sprintf("rolling out revision %s over %d slots", s.Target.Revision, len(pending))}})
 	}
 	ro := s.Rollout
@@ -416,11 +568,11 @@ func rollout(s State, now time.Time) (State, []Action) {
 	}
 	if len(pending) == 0 {
 		s.Rollout = nil
-		return s, []Action{{Kind: Emit, Event: messages.KindDeploySucceeded, Level: messages.LevelInfo,
+		return s, []step.Effect{step.Emit{Kind: messages.KindDeploySucceeded, Level: messages.LevelInfo,
 			Message: fmt.Sprintf("revision %s serves in every slot", s.Target.Revision)}}
 	}
 	if now.Before(ro.NextBatchAt) {
-		return s, []Action{{Kind: Wake, At: ro.NextBatchAt}}
+		return s, []step.Effect{wake{At: ro.NextBatchAt}}
 	}
 	return batch(s, now, occ, pending, nil)
 }
@@ -452,7 +604,7 @@ func oldRevision(occ map[int]*slot) string {
 }
 
 // batch starts the next batch of pending slots.
-func batch(s State, now time.Time, occ map[int]*slot, pending []int, acts []Action) (State, []Action) {
+func batch(s State, now time.Time, occ map[int]*slot, pending []int, acts []step.Effect) (State, []step.Effect) {
 	ro := s.Rollout
 	n := s.Target.Update.Parallelism
 	if n <= 0 || n > len(pending) {
@@ -463,7 +615,7 @@ func batch(s State, now time.Time, occ map[int]*slot, pending []int, acts []Acti
 		sl := occ[sn]
 		if s.Target.Update.Order == "start-first" {
 			if len(sl.current) == 0 {
-				acts = append(acts, Action{Kind: Spawn, Slot: sn, Target: s.Target})
+				acts = append(acts, Spawn{Slot: sn, Target: s.Target})
 			}
 			continue
 		}
@@ -476,10 +628,10 @@ func batch(s State, now time.Time, occ map[int]*slot, pending []int, acts []Acti
 
 // watchBatch checks the batch's new instances: each must serve within its
 // deadline and then stay in rotation through the monitor window (SVC-13).
-func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
+func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []step.Effect) {
 	ro := s.Rollout
-	var wake time.Time
-	var acts []Action
+	var next time.Time
+	var acts []step.Effect
 	done := true
 	for _, sn := range ro.Batch {
 		sl := occ[sn]
@@ -497,9 +649,9 @@ func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
 			// stop-first: the old is still retiring; start-first: the new
 			// one gave up its instance and the slot needs another.
 			done = false
-			wake = earliest(wake, deadline)
+			next = earliest(next, deadline)
 			if s.Target.Update.Order == "start-first" && sl != nil && len(sl.old) > 0 {
-				acts = append(acts, Action{Kind: Spawn, Slot: sn, Target: s.Target})
+				acts = append(acts, Spawn{Slot: sn, Target: s.Target})
 			}
 		case cur.serving():
 			if _, ok := ro.Seen[sn]; !ok {
@@ -508,7 +660,7 @@ func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
 			until := ro.Seen[sn].Add(s.Target.Update.Monitor)
 			if now.Before(until) || len(sl.old) > 0 {
 				done = false
-				wake = earliest(wake, until)
+				next = earliest(next, until)
 			}
 		case !ro.Seen[sn].IsZero():
 			return fail(s, now, fmt.Sprintf("slot %d left rotation during the %s monitor", sn, s.Target.Update.Monitor))
@@ -521,12 +673,12 @@ func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
 				return fail(s, now, fmt.Sprintf("slot %d did not become healthy within %s", sn, s.Target.Deadline))
 			}
 			done = false
-			wake = earliest(wake, deadline)
+			next = earliest(next, deadline)
 		}
 	}
 	if !done {
-		if !wake.IsZero() {
-			acts = append(acts, Action{Kind: Wake, At: wake})
+		if !next.IsZero() {
+			acts = append(acts, wake{At: next})
 		}
 		return s, acts
 	}
@@ -534,9 +686,9 @@ func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []Action) {
 		ro.Done[sn] = true
 	}
 	ro.Batch, ro.NextBatchAt = nil, now.Add(s.Target.Update.Delay)
-	acts = append(acts, Action{Kind: SaveProgress, Target: ro.Target, Done: doneSlots(ro)})
+	acts = append(acts, SaveProgress{Target: ro.Target, Done: doneSlots(ro)})
 	// A batch boundary: a superseding deployment takes over here (SVC-14).
-	s2, more := Plan(s, now)
+	s2, more := plan(s, now)
 	return s2, append(acts, more...)
 }
 
@@ -550,9 +702,9 @@ func doneSlots(ro *Rollout) []int {
 }
 
 // fail applies failure_action to a batch that failed (SVC-13).
-func fail(s State, now time.Time, why string) (State, []Action) {
+func fail(s State, now time.Time, why string) (State, []step.Effect) {
 	ro := s.Rollout
-	acts := []Action{{Kind: MarkFailed, Target: ro.Target}, {Kind: Emit, Event: messages.KindDeployFailed, Level: messages.LevelError,
+	acts := []step.Effect{MarkFailed{Target: ro.Target}, step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError,
 		Message: fmt.Sprintf("revision %s: %s", ro.Target.Revision, why)}}
 	s.Failed[ro.Target.key()] = true
 	switch ro.Target.Update.FailureAction {
@@ -561,19 +713,19 @@ func fail(s State, now time.Time, why string) (State, []Action) {
 			ro.Done[sn] = true
 		}
 		ro.Batch, ro.NextBatchAt = nil, now.Add(s.Target.Update.Delay)
-		return s, append(acts, Action{Kind: Wake, At: ro.NextBatchAt})
+		return s, append(acts, wake{At: ro.NextBatchAt})
 	case "rollback":
 		if s.Previous != nil {
 			failed := s.Target
 			s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
-			acts = append(acts, Action{Kind: Emit, Event: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+			acts = append(acts, step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
 				Message: fmt.Sprintf("rolled back to revision %s: %s", s.Target.Revision, why)})
-			s2, more := Plan(s, now)
+			s2, more := plan(s, now)
 			return s2, append(acts, more...)
 		}
 	}
 	ro.Paused, ro.Message = true, why
-	acts = append(acts, Action{Kind: Emit, Event: messages.KindRolloutPaused, Level: messages.LevelError,
+	acts = append(acts, step.Emit{Kind: messages.KindRolloutPaused, Level: messages.LevelError,
 		Message: fmt.Sprintf("rollout of revision %s paused: %s", ro.Target.Revision, why)})
 	// A new instance that failed beside an old one still serving goes: the
 	// old keeps serving (start-first keeps capacity).

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 	"pgregory.net/rapid"
 )
 
@@ -17,35 +19,63 @@ func target(dep, rev string, n int, order string) Target {
 		Update: Update{Parallelism: 1, Delay: 10 * time.Second, Order: order, FailureAction: "pause", Monitor: 5 * time.Second}}
 }
 
-// world simulates the replica actors the planner commands.
+// world simulates the replica actors the core commands, and the actor
+// shell: it reports every Spawn back as Spawned and fires the wake timer
+// when it is due.
 type world struct {
 	t    *testing.T
+	cfg  Config
 	s    State
 	now  time.Time
-	acts []Action
+	acts []step.Effect
 	n    int
 }
 
 func newWorld(t *testing.T, tg Target) *world {
-	return &world{t: t, now: t0, s: State{Target: tg, Replicas: map[string]Replica{}, Failed: map[string]bool{}, Adopted: true, DepsMet: true}}
+	return &world{t: t, now: t0, cfg: Config{UnhealthyAfter: 20 * time.Second},
+		s: State{Target: tg, Replicas: map[string]Replica{}, Failed: map[string]bool{}, Adopted: true, DepsMet: true}}
 }
 
-func (w *world) plan() *world {
+// step gives the core e and performs its Spawns and intents.
+func (w *world) step(e Event) *world {
 	w.t.Helper()
-	w.s, w.acts = Plan(w.s, w.now)
-	for _, a := range w.acts {
-		switch a.Kind {
+	w.s, w.acts = Step(w.cfg, w.s, e, w.now)
+	for _, f := range w.acts {
+		switch f := f.(type) {
 		case Spawn:
 			w.n++
-			id := fmt.Sprintf("%s-%d", a.Target.Revision, w.n)
-			w.s.Replicas[id] = Replica{ID: id, Slot: a.Slot, Revision: a.Target.Revision, Deployment: a.Target.Deployment, Phase: "creating", SpawnedAt: w.now, Intent: messages.IntentRun}
+			id := fmt.Sprintf("%s-%d", f.Target.Revision, w.n)
+			w.s, _ = Step(w.cfg, w.s, Spawned{Replica: Replica{ID: id, Slot: f.Slot, Revision: f.Target.Revision,
+				Deployment: f.Target.Deployment, Phase: "creating", SpawnedAt: w.now, Intent: messages.IntentRun}}, w.now)
 		case SetIntent:
-			r := w.s.Replicas[a.ID]
-			r.Intent = a.Intent
-			w.s.Replicas[a.ID] = r
+			r := w.s.Replicas[f.ID]
+			r.Intent = f.Intent
+			w.s.Replicas[f.ID] = r
 		}
 	}
 	return w
+}
+
+// plan is one planning pass: the wake timer's firing when it is due (the
+// shell would have fired it by now), else a Tick.
+func (w *world) plan() *world {
+	w.t.Helper()
+	if !w.s.WakeAt.IsZero() && !w.now.Before(w.s.WakeAt) {
+		return w.step(Fired{Timer: WakeTimer})
+	}
+	return w.step(Tick{})
+}
+
+// set takes t as the target (the SetTarget primitive).
+func (w *world) set(t Target, prev *Target) *world {
+	w.t.Helper()
+	return w.step(SetTarget{Target: t, Previous: prev})
+}
+
+// define takes t as the stack's definition (Define, as the actor does).
+func (w *world) define(t Target, prev *Target) *world {
+	w.t.Helper()
+	return w.step(Define{Target: t, Previous: prev})
 }
 
 // serve puts every non-retiring replica of rev into rotation.
@@ -93,9 +123,20 @@ func (w *world) want(layout string) *world {
 	return w
 }
 
-func (w *world) has(kind ActionKind, event string) bool {
-	for _, a := range w.acts {
-		if a.Kind == kind && (event == "" || a.Event == event) {
+// has says whether fx holds an effect of type T.
+func has[T step.Effect](fx []step.Effect) bool {
+	for _, f := range fx {
+		if _, ok := f.(T); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// emitted says whether the last step emitted an event of kind.
+func (w *world) emitted(kind string) bool {
+	for _, f := range w.acts {
+		if e, ok := f.(step.Emit); ok && e.Kind == kind {
 			return true
 		}
 	}
@@ -104,7 +145,7 @@ func (w *world) has(kind ActionKind, event string) bool {
 
 func (w *world) wantEvent(event string) *world {
 	w.t.Helper()
-	if !w.has(Emit, event) {
+	if !w.emitted(event) {
 		w.t.Fatalf("no %s in %+v", event, w.acts)
 	}
 	return w
@@ -128,8 +169,8 @@ func TestNothingBeforeAdoption(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 3, "stop-first"))
 	w.s.Adopted = false
 	w.plan().want("")
-	if len(w.acts) != 0 {
-		t.Fatalf("actions before adoption: %+v", w.acts)
+	if len(w.acts) != 1 || w.acts[0] != (Publish{}) {
+		t.Fatalf("effects before adoption: %+v, want only the snapshot", w.acts)
 	}
 }
 
@@ -138,18 +179,18 @@ func TestNothingBeforeAdoption(t *testing.T) {
 func TestSVC12StopFirstBatches(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 3, "stop-first")).plan().serve("a").plan()
 	prev := w.s.Target
-	w.s = SetTarget(w.s, target("d2", "b", 3, "stop-first"), &prev)
+	w.set(target("d2", "b", 3, "stop-first"), &prev)
 	w.plan().want("1:ax 2:a+ 3:a+").wantEvent(messages.KindRolloutStarted)
 	w.plan().want("1:ax 2:a+ 3:a+") // stop-first: nothing new while the old retires
 	w.gone().plan().want("1:b 2:a+ 3:a+")
 	w.serve("b").plan().want("1:b+ 2:a+ 3:a+")
 	w.advance(5 * time.Second).plan()
-	if !w.has(SaveProgress, "") {
+	if !has[SaveProgress](w.acts) {
 		t.Fatalf("no progress saved after monitor: %+v", w.acts)
 	}
 	w.plan().want("1:b+ 2:a+ 3:a+")
-	if !w.has(Wake, "") {
-		t.Fatal("no wake for the batch delay")
+	if !w.s.WakeAt.Equal(w.now.Add(10 * time.Second)) {
+		t.Fatalf("wake armed for %s, want the batch delay", w.s.WakeAt)
 	}
 	w.advance(10 * time.Second).plan().want("1:b+ 2:ax 3:a+")
 	w.gone().plan().serve("b").plan().advance(5 * time.Second).plan().advance(10 * time.Second).plan().gone().plan().serve("b").plan().advance(5 * time.Second).plan()
@@ -164,7 +205,7 @@ func TestSVC12StopFirstBatches(t *testing.T) {
 func TestSVC12StartFirstKeepsCapacity(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "start-first")).plan().serve("a").plan()
 	prev := w.s.Target
-	w.s = SetTarget(w.s, target("d2", "b", 2, "start-first"), &prev)
+	w.set(target("d2", "b", 2, "start-first"), &prev)
 	w.plan().want("1:a+ 1:b 2:a+")
 	w.serve("b").plan().want("1:ax 1:b+ 2:a+")
 }
@@ -176,7 +217,7 @@ func TestSVC12ParallelismZeroIsAll(t *testing.T) {
 	next := target("d2", "b", 3, "stop-first")
 	next.Update.Parallelism = 0
 	prev := w.s.Target
-	w.s = SetTarget(w.s, next, &prev)
+	w.set(next, &prev)
 	w.plan().want("1:ax 2:ax 3:ax")
 }
 
@@ -186,10 +227,10 @@ func TestSVC12ParallelismZeroIsAll(t *testing.T) {
 func TestSVC13DeadlinePauses(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "start-first")).plan().serve("a").plan()
 	prev := w.s.Target
-	w.s = SetTarget(w.s, target("d2", "b", 2, "start-first"), &prev)
+	w.set(target("d2", "b", 2, "start-first"), &prev)
 	w.plan().want("1:a+ 1:b 2:a+")
 	w.advance(2 * time.Minute).plan().wantEvent(messages.KindRolloutPaused).want("1:a+ 1:bx 2:a+")
-	if !w.has(MarkFailed, "") || !w.s.Rollout.Paused {
+	if !has[MarkFailed](w.acts) || !w.s.Rollout.Paused {
 		t.Fatal("not marked failed and paused")
 	}
 	w.gone().plan().want("1:a+ 2:a+")
@@ -205,7 +246,7 @@ func TestSVC13Rollback(t *testing.T) {
 	next := target("d2", "b", 2, "stop-first")
 	next.Update.FailureAction = "rollback"
 	prev := w.s.Target
-	w.s = SetTarget(w.s, next, &prev)
+	w.set(next, &prev)
 	w.plan().gone().plan().want("1:b 2:a+")
 	w.advance(2 * time.Minute).plan().wantEvent(messages.KindRolloutRolledBack)
 	if w.s.Target.Revision != "a" {
@@ -214,7 +255,7 @@ func TestSVC13Rollback(t *testing.T) {
 	w.settleTo("a", 3).want("1:a+ 2:a+")
 	// The failed (deployment, revision) is not retried (SVC-14).
 	prev = w.s.Target
-	w.s = SetTarget(w.s, next, &prev)
+	w.set(next, &prev)
 	w.plan().want("1:a+ 2:a+")
 	if w.s.Target.Revision != "a" {
 		t.Fatalf("failed revision retried: target %s", w.s.Target.Revision)
@@ -225,7 +266,7 @@ func TestSVC13Rollback(t *testing.T) {
 func TestSVC13MonitorFailure(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "stop-first")).plan().serve("a").plan()
 	prev := w.s.Target
-	w.s = SetTarget(w.s, target("d2", "b", 2, "stop-first"), &prev)
+	w.set(target("d2", "b", 2, "stop-first"), &prev)
 	w.plan().gone().plan().serve("b").plan()
 	for id, r := range w.s.Replicas {
 		if r.Revision == "b" {
@@ -242,7 +283,7 @@ func TestSVC13Continue(t *testing.T) {
 	next := target("d2", "b", 2, "stop-first")
 	next.Update.FailureAction = "continue"
 	prev := w.s.Target
-	w.s = SetTarget(w.s, next, &prev)
+	w.set(next, &prev)
 	w.plan().gone().plan()
 	w.advance(2 * time.Minute).plan().wantEvent(messages.KindDeployFailed)
 	w.advance(10 * time.Second).plan().want("1:b 2:ax")
@@ -252,10 +293,10 @@ func TestSVC13Continue(t *testing.T) {
 func TestSVC14SupersedeAtBatchBoundary(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "stop-first")).plan().serve("a").plan()
 	prev := w.s.Target
-	w.s = SetTarget(w.s, target("d2", "b", 2, "stop-first"), &prev)
+	w.set(target("d2", "b", 2, "stop-first"), &prev)
 	w.plan().gone().plan().want("1:b 2:a+")
 	prev = w.s.Target
-	w.s = SetTarget(w.s, target("d3", "c", 2, "stop-first"), &prev)
+	w.set(target("d3", "c", 2, "stop-first"), &prev)
 	if w.s.Target.Revision != "b" || w.s.Pending == nil {
 		t.Fatal("superseded mid-batch")
 	}
@@ -282,7 +323,7 @@ func TestSVC15CleanupAfterInterruption(t *testing.T) {
 		w.s.Replicas[r.ID] = r
 	}
 	w.plan().want("1:b+ 1:ax 2:b+ 2:bx 3:bx 4:ax")
-	if w.acts[0].Kind != Retire || w.acts[0].ID != "x4" {
+	if r, ok := w.acts[0].(Retire); !ok || r.ID != "x4" {
 		t.Fatalf("first retire %+v, want the highest slot", w.acts[0])
 	}
 }
@@ -313,16 +354,24 @@ func TestSVC10StoppedIntent(t *testing.T) {
 	w.plan().want("1:a+ 2:a+ 3:a")
 }
 
-// SVC-18: a service waits for its dependencies before creating anything.
+// SVC-18: a service waits for its dependencies before creating anything;
+// once they were met it is never gated again.
 func TestSVC18WaitsForDependencies(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 2, "stop-first"))
+	w.cfg.DependsOn = []stackfile.Dependency{{Service: "db", Condition: stackfile.ConditionStarted}}
 	w.s.DepsMet = false
 	w.plan().want("")
 	if got := Summarize(w.s, "db", w.now).State; got != messages.ServiceWaiting {
 		t.Fatalf("state %s", got)
 	}
-	w.s.DepsMet = true
+	w.step(Dependency{Status: messages.DependencyStatus{Service: "db", Running: 1}})
+	if len(w.acts) != 1 || w.acts[0] != (Replan{}) {
+		t.Fatalf("a dependency's status gives %+v, want a replan", w.acts)
+	}
 	w.plan().want("1:a 2:a")
+	w.step(Dependency{Status: messages.DependencyStatus{Service: "db"}})
+	w.s.Target.Replicas = 3
+	w.plan().want("1:a 2:a 3:a")
 }
 
 // SVC-8: a slot whose instance is gone (leaving) is filled afresh.
@@ -335,7 +384,7 @@ func TestSVC8FillsSlotOfMissingInstance(t *testing.T) {
 		}
 	}
 	w.plan()
-	if !w.has(Spawn, "") || w.acts[0].Slot != 2 {
+	if sp, ok := w.acts[0].(Spawn); !ok || sp.Slot != 2 {
 		t.Fatalf("slot 2 not refilled: %+v", w.acts)
 	}
 }
@@ -364,32 +413,36 @@ func TestSVC19Summary(t *testing.T) {
 // rolling out), once; health.recovered when one is back.
 func TestSVC20HealthAlarm(t *testing.T) {
 	var a Alarm
-	var acts []Action
-	a, _ = a.Watch(2, false, t0, 20*time.Second)
-	a, acts = a.Watch(0, false, t0.Add(time.Second), 20*time.Second)
-	if len(acts) != 1 || acts[0].Kind != Wake || !acts[0].At.Equal(t0.Add(21*time.Second)) {
+	var acts []step.Effect
+	emits := func(fx []step.Effect, kind string) bool {
+		e, ok := fx[0].(step.Emit)
+		return len(fx) == 1 && ok && e.Kind == kind
+	}
+	a, _ = a.watch(2, false, t0, 20*time.Second)
+	a, acts = a.watch(0, false, t0.Add(time.Second), 20*time.Second)
+	if wk, ok := acts[0].(wake); len(acts) != 1 || !ok || !wk.At.Equal(t0.Add(21*time.Second)) {
 		t.Fatalf("acts %+v", acts)
 	}
-	a, acts = a.Watch(0, false, t0.Add(21*time.Second), 20*time.Second)
-	if len(acts) != 1 || acts[0].Event != messages.KindHealthUnhealthy {
+	a, acts = a.watch(0, false, t0.Add(21*time.Second), 20*time.Second)
+	if !emits(acts, messages.KindHealthUnhealthy) {
 		t.Fatalf("acts %+v", acts)
 	}
-	a, acts = a.Watch(0, false, t0.Add(60*time.Second), 20*time.Second)
+	a, acts = a.watch(0, false, t0.Add(60*time.Second), 20*time.Second)
 	if len(acts) != 0 {
 		t.Fatalf("raised twice: %+v", acts)
 	}
-	_, acts = a.Watch(1, false, t0.Add(61*time.Second), 20*time.Second)
-	if len(acts) != 1 || acts[0].Event != messages.KindHealthRecovered {
+	_, acts = a.watch(1, false, t0.Add(61*time.Second), 20*time.Second)
+	if !emits(acts, messages.KindHealthRecovered) {
 		t.Fatalf("acts %+v", acts)
 	}
 	var b Alarm
-	b, _ = b.Watch(1, false, t0, 20*time.Second)
-	_, acts = b.Watch(0, true, t0.Add(time.Hour), 20*time.Second)
+	b, _ = b.watch(1, false, t0, 20*time.Second)
+	_, acts = b.watch(0, true, t0.Add(time.Hour), 20*time.Second)
 	if len(acts) != 0 {
 		t.Fatalf("raised during a rollout: %+v", acts)
 	}
 	var never Alarm
-	if _, acts = never.Watch(0, false, t0.Add(time.Hour), 20*time.Second); len(acts) != 0 {
+	if _, acts = never.watch(0, false, t0.Add(time.Hour), 20*time.Second); len(acts) != 0 {
 		t.Fatal("raised for a service that was never healthy")
 	}
 }
@@ -411,7 +464,7 @@ func TestPlannerConvergesProperty(t *testing.T) {
 				tg := w.s.Target
 				tg.Deployment, tg.Revision = fmt.Sprintf("d%d", step+1), rev
 				prev := w.s.Target
-				w.s = SetTarget(w.s, tg, &prev)
+				w.set(tg, &prev)
 			case 1:
 				w.s.Target.Replicas = rapid.IntRange(0, 6).Draw(rt, "scale")
 			case 2:
@@ -465,22 +518,22 @@ func TestSVC13UnhealthyNewInstanceFailsAtOnce(t *testing.T) {
 			next := target("d2", "b", 2, "start-first")
 			next.Update.FailureAction = action
 			prev := w.s.Target
-			w.s, _ = Redefine(w.s, next, &prev)
+			w.define(next, &prev)
 			w.plan().want("1:a+ 1:b 2:a+")
 			w.advance(2*time.Second).markNew("b", func(r *Replica) { r.Phase, r.Health = "probing", "starting" }).plan()
-			if w.has(Emit, messages.KindDeployFailed) {
+			if w.emitted(messages.KindDeployFailed) {
 				t.Fatal("failed while still starting")
 			}
 			w.advance(time.Second).markNew("b", func(r *Replica) {
 				r.Phase, r.Health, r.Probe = "stopping", "unhealthy", "exit code 1"
 			}).plan()
 			w.wantEvent(messages.KindDeployFailed)
-			if !w.has(MarkFailed, "") {
+			if !has[MarkFailed](w.acts) {
 				t.Fatal("revision not marked failed")
 			}
-			for _, a := range w.acts {
-				if a.Kind == Emit && a.Event == messages.KindDeployFailed && !strings.Contains(a.Message, "slot 1 turned unhealthy: exit code 1") {
-					t.Fatalf("deploy.failed says %q", a.Message)
+			for _, f := range w.acts {
+				if e, ok := f.(step.Emit); ok && e.Kind == messages.KindDeployFailed && !strings.Contains(e.Message, "slot 1 turned unhealthy: exit code 1") {
+					t.Fatalf("deploy.failed says %q", e.Message)
 				}
 			}
 			switch action {
@@ -515,15 +568,15 @@ func TestSUP17OnlyANewRevisionClearsBackoff(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := State{Replicas: map[string]Replica{}, Failed: map[string]bool{}}
-			s, acts := Redefine(s, target("d1", "a", 1, "stop-first"), nil)
-			if len(acts) != 0 {
+			s, acts := Step(Config{}, s, Define{Target: target("d1", "a", 1, "stop-first")}, t0)
+			if len(acts) != 1 || acts[0] != (Replan{}) {
 				t.Fatalf("first definition: %+v", acts)
 			}
 			prev := s.Target
-			s, acts = Redefine(s, c.next, &prev)
-			cleared := len(acts) == 1 && acts[0].Kind == ClearBackoff
-			if cleared != c.clear || (!c.clear && len(acts) != 0) {
-				t.Fatalf("actions %+v, want clear=%v", acts, c.clear)
+			s, acts = Step(Config{}, s, Define{Target: c.next, Previous: &prev}, t0)
+			cleared := len(acts) == 2 && acts[0] == (ClearBackoff{}) && acts[1] == (Replan{})
+			if cleared != c.clear || (!c.clear && (len(acts) != 1 || acts[0] != (Replan{}))) {
+				t.Fatalf("effects %+v, want clear=%v", acts, c.clear)
 			}
 			if s.Target != c.next {
 				t.Fatalf("target %+v, want %+v", s.Target, c.next)
@@ -540,12 +593,12 @@ func TestSVC14UnrelatedEditKeepsFailedRevision(t *testing.T) {
 	for _, action := range []string{"pause", "rollback"} {
 		t.Run(action, func(t *testing.T) {
 			w := newWorld(t, target("d1", "a", 1, "start-first"))
-			w.s, _ = Redefine(w.s, w.s.Target, nil)
+			w.define(w.s.Target, nil)
 			w.plan().serve("a").plan()
 			bad := target("d2", "b", 1, "start-first")
 			bad.Update.FailureAction = action
 			prev := w.s.Target
-			w.s, _ = Redefine(w.s, bad, &prev)
+			w.define(bad, &prev)
 			w.plan().advance(3 * time.Minute).plan().wantEvent(messages.KindDeployFailed)
 			w.gone().plan().want("1:a+")
 			// Another service of the stack changed: deployment d3, and the
@@ -553,16 +606,12 @@ func TestSVC14UnrelatedEditKeepsFailedRevision(t *testing.T) {
 			edit := bad
 			edit.Deployment = "d3"
 			before := w.s.Target.Revision
-			var acts []Action
-			w.s, acts = Redefine(w.s, edit, &bad)
-			for _, a := range acts {
-				if a.Kind == ClearBackoff {
-					t.Fatal("the unrelated edit cleared the backoff")
-				}
+			if w.define(edit, &bad); has[ClearBackoff](w.acts) {
+				t.Fatal("the unrelated edit cleared the backoff")
 			}
 			for i := 0; i < 5; i++ {
 				w.plan().gone().advance(10 * time.Second)
-				if w.has(Spawn, "") || w.has(Emit, messages.KindRolloutStarted) || w.has(Emit, messages.KindRolloutRolledBack) {
+				if has[Spawn](w.acts) || w.emitted(messages.KindRolloutStarted) || w.emitted(messages.KindRolloutRolledBack) {
 					t.Fatalf("pass %d after the edit: %+v", i, w.acts)
 				}
 			}

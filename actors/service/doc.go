@@ -5,10 +5,12 @@
 // SVC-12..SVC-20, SVC-22). Its children are replica actors, one per
 // instance.
 //
-// The decisions are a pure planner (core.go): Plan(state, now) returns the
-// new state and the actions the actor shell performs.
+// The decisions are a pure core (core.go, events.go): Step(cfg, state,
+// event, now) returns the new state and the effects the actor shell
+// performs (messages/step): its own (spawn, retire, publish, ...) and the
+// shared ones (the wake timer, events) that supervise.Apply runs.
 //
 // Layer: actors. Of the actors it imports supervise and its child replica,
-// plus the layers below. Its ports (Ports, Store, the Emitter) are
+// plus the layers below. Its ports (Ports, Store, supervise.Emitter) are
 // interfaces that runtime/daemon fills.
 package service

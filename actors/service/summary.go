@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Summary is the service's state with its message and counts (SVC-19).
@@ -207,17 +208,17 @@ type Alarm struct {
 	Raised     bool
 }
 
-// Watch raises health.unhealthy once a service that was healthy has had no
+// watch raises health.unhealthy once a service that was healthy has had no
 // healthy replica for `after` (not during a rollout), and health.recovered
-// when one is back. It returns when to look again, if it needs to.
-func (a Alarm) Watch(healthy int, rolling bool, now time.Time, after time.Duration) (Alarm, []Action) {
+// when one is back. It asks for a wake when it needs to look again.
+func (a Alarm) watch(healthy int, rolling bool, now time.Time, after time.Duration) (Alarm, []step.Effect) {
 	if healthy > 0 {
-		var acts []Action
+		var fx []step.Effect
 		if a.Raised {
-			acts = append(acts, Action{Kind: Emit, Event: messages.KindHealthRecovered, Level: messages.LevelInfo,
+			fx = append(fx, step.Emit{Kind: messages.KindHealthRecovered, Level: messages.LevelInfo,
 				Message: fmt.Sprintf("%d healthy replica(s) again", healthy)})
 		}
-		return Alarm{WasHealthy: true}, acts
+		return Alarm{WasHealthy: true}, fx
 	}
 	if !a.WasHealthy || a.Raised {
 		return a, nil
@@ -229,9 +230,9 @@ func (a Alarm) Watch(healthy int, rolling bool, now time.Time, after time.Durati
 		return a, nil
 	}
 	if now.Sub(a.LostAt) < after {
-		return a, []Action{{Kind: Wake, At: a.LostAt.Add(after)}}
+		return a, []step.Effect{wake{At: a.LostAt.Add(after)}}
 	}
 	a.Raised = true
-	return a, []Action{{Kind: Emit, Event: messages.KindHealthUnhealthy, Level: messages.LevelError,
+	return a, []step.Effect{step.Emit{Kind: messages.KindHealthUnhealthy, Level: messages.LevelError,
 		Message: fmt.Sprintf("no healthy replica for %s", now.Sub(a.LostAt).Round(time.Second))}}
 }

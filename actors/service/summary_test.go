@@ -112,7 +112,7 @@ func TestSVC19SummaryNamesTheWorstSlot(t *testing.T) {
 func TestSVC19UpdatingSaysWhy(t *testing.T) {
 	w := newWorld(t, target("d1", "a", 1, "start-first")).plan().serve("a").plan()
 	prev := w.s.Target
-	w.s, _ = Redefine(w.s, target("d2", "b", 1, "start-first"), &prev)
+	w.define(target("d2", "b", 1, "start-first"), &prev)
 	w.plan()
 	for id, r := range w.s.Replicas {
 		if r.Revision == "b" {
