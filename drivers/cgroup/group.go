@@ -110,12 +110,13 @@ func (hy hierarchy) controllersOr() string {
 }
 
 // Open returns the group at rel (as Rel gave it) when it exists: an
-// adopted instance's group after a daemon restart.
-func (h *Host) Open(rel string) (*Group, bool) {
+// adopted instance's group after a daemon restart. l are the limits it was
+// made with.
+func (h *Host) Open(rel string, l Limits) (*Group, bool) {
 	if checkRel(rel) != nil {
 		return nil, false
 	}
-	g := &Group{h: h, rel: rel}
+	g := &Group{h: h, rel: rel, limits: l}
 	if _, err := os.Stat(filepath.Join(g.primary().mount, rel)); err != nil {
 		return nil, false
 	}

@@ -354,3 +354,42 @@ func (h *Host) dirOf(c string) string {
 	}
 	return ""
 }
+
+// Groups lists the groups below the subtree, by relative path (ROOT/NAME),
+// in any of its hierarchies.
+func (h *Host) Groups() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, hy := range h.hs {
+		entries, _ := os.ReadDir(filepath.Join(hy.mount, h.root))
+		for _, e := range entries {
+			if rel := filepath.Join(h.root, e.Name()); e.IsDir() && !seen[rel] {
+				seen[rel] = true
+				out = append(out, rel)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RemoveRoot removes the subtree's own directory in every hierarchy, and
+// its parents up to the mount while they are empty; it fails while a
+// group is left in it.
+func (h *Host) RemoveRoot() error {
+	var errs []error
+	for _, hy := range h.hs {
+		rel := h.root
+		for rel != "." && rel != "" {
+			err := os.Remove(filepath.Join(hy.mount, rel))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				if rel == h.root {
+					errs = append(errs, err)
+				}
+				break
+			}
+			rel = filepath.Dir(rel)
+		}
+	}
+	return errors.Join(errs...)
+}
