@@ -86,6 +86,7 @@ var ranks = map[string]rank{
 	"runtime/metrics":             {5, 0},
 	"runtime/config":              {5, 0},
 	"runtime/nodekey":             {5, 0},
+	"runtime/usage":               {5, 0},
 	"runtime/control":             {5, 1},
 	"runtime/control/controltest": {5, 2},
 	"runtime/daemon":              {5, 3},
