@@ -99,26 +99,34 @@ func field(b []byte, key string) (int64, error) {
 
 // readSmall reads a control file of at most 4 KiB with three syscalls.
 func readSmall(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer unix.Close(fd)
 	buf := make([]byte, 4096)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return buf[:n], nil
+	n, err := readInto(path, buf)
+	return buf[:n], err
 }
 
-// readInt reads a control file holding one integer ("max" reads -1).
+// readInto reads path into buf: open, one read, close.
+func readInto(path string, buf []byte) (int, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// readInt reads a control file holding one integer ("max" reads -1),
+// into a buffer on the stack.
 func readInt(path string) (int64, error) {
-	b, err := readSmall(path)
+	var buf [64]byte
+	n, err := readInto(path, buf[:])
 	if err != nil {
 		return 0, err
 	}
-	s := string(bytes.TrimSpace(b))
+	s := string(bytes.TrimSpace(buf[:n]))
 	if s == "max" {
 		return -1, nil
 	}

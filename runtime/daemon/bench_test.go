@@ -168,20 +168,23 @@ func BenchmarkDRV16UsageSampling(b *testing.B) {
 	var rows []row
 	for _, replicas := range []int{100, 1000} {
 		n := newNode(b)
-		for _, interval := range []string{"5s", "0s"} {
+		n.start("running")
+		var st strings.Builder
+		st.WriteString("name: idle\nservices:\n")
+		for i := 0; i < replicas/100; i++ {
+			fmt.Fprintf(&st, "  s%d:\n    command: [\"/bin/sleep\", \"1000000\"]\n    stop_grace_period: 1s\n    deploy: {replicas: 100}\n", i)
+		}
+		n.mustCLI("apply", n.writeFile("idle.yaml", st.String()))
+		n.eventually("replicas serving", 10*time.Minute, func() bool { return serving(n) == replicas })
+		// Both measured on a daemon that adopted the replicas, so neither
+		// carries the rollout's after-effects.
+		for _, interval := range []string{"0s", "5s"} {
+			n.kill() // the replicas live on; the next daemon adopts them
 			n.extra = "usage: {interval: " + interval + "}\n"
 			n.writeConfig()
 			n.start("running")
-			if interval == "5s" {
-				var st strings.Builder
-				st.WriteString("name: idle\nservices:\n")
-				for i := 0; i < replicas/100; i++ {
-					fmt.Fprintf(&st, "  s%d:\n    command: [\"/bin/sleep\", \"1000000\"]\n    stop_grace_period: 1s\n    deploy: {replicas: 100}\n", i)
-				}
-				n.mustCLI("apply", n.writeFile("idle.yaml", st.String()))
-			}
-			n.eventually("replicas serving", 10*time.Minute, func() bool { return serving(n) == replicas })
-			time.Sleep(6 * time.Second) // past boot and the first rounds
+			n.eventually("replicas adopted", 10*time.Minute, func() bool { return serving(n) == replicas })
+			time.Sleep(10 * time.Second) // past boot and the first rounds
 			pid := n.cmd.Process.Pid
 			c0, t0 := procCPU(b, pid), time.Now()
 			time.Sleep(window)
@@ -191,9 +194,7 @@ func BenchmarkDRV16UsageSampling(b *testing.B) {
 				sampling = "off"
 			}
 			rows = append(rows, row{replicas, sampling, float64(c1-c0) / float64(t1.Sub(t0)), float64(procRSS(b, pid)) / 1024})
-			n.kill() // the replicas live on; the next daemon adopts them
 		}
-		n.start("running")
 		n.mustCLI("remove", "idle")
 		n.eventually("removed", 10*time.Minute, func() bool { return serving(n) == 0 })
 		n.stop()
