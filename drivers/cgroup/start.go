@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +18,8 @@ import (
 //   - v1: a process can only be moved after it exists, and Go gives no
 //     hook between fork and exec. A new process starts in the groups of
 //     the thread that forked it, so fork runs on an OS thread of its own
-//     that first joined the group in every hierarchy (its tid written to
-//     each "tasks" file). That thread is never given back to the Go
+//     that first joined the group in every hierarchy ("0", itself,
+//     written to each "tasks" file). That thread is never given back to the Go
 //     scheduler: its goroutine ends locked, and the runtime ends the
 //     thread, so no other goroutine ever runs inside a workload's group.
 //     Go never clones a new thread from a locked one (it asks its
@@ -52,9 +51,12 @@ func (g *Group) forkInside(fork func() error, done chan<- error) {
 		return
 	}
 	// From here the thread is never unlocked: it ends with the goroutine.
-	tid := strconv.Itoa(unix.Gettid())
+	// "0" names the writing thread: the kernel then moves just this
+	// thread without taking the cgroup-wide threadgroup lock, whose
+	// writer waits for an RCU grace period (milliseconds on a busy
+	// machine) each time, where writing our tid would take it.
 	for _, dir := range g.dirs() {
-		if err := writeFile(filepath.Join(dir, "tasks"), tid); err != nil {
+		if err := writeFile(filepath.Join(dir, "tasks"), "0"); err != nil {
 			done <- fmt.Errorf("cgroup %s: joining the group to start in it: %w", g.rel, err)
 			return
 		}
