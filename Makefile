@@ -39,10 +39,12 @@ test:
 bench: build
 	@echo "== PERF-2 messaging, spawn/stop and memory per idle actor"
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./actors/supervise/
-	@echo "== PERF-1 restart latency: the process driver alone, then through the whole tree"
+	@echo "== PERF-1 restart latency: the process driver alone (in a cgroup, and without), then through the whole tree"
 	$(GO) test -run '^$$' -bench RestartLatency -benchtime 200x ./drivers/process/ ./actors/internal/treetest/
 	@echo "== PERF-3 scale on the fake driver"
 	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./actors/internal/treetest/
+	@echo "== DRV-16 usage sampling: the daemon's idle CPU and RSS with 100 and 1,000 process replicas, sampling on and off"
+	$(GO) test -run '^$$' -bench DRV16UsageSampling -benchtime 1x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-4 daemon restart with 1,000 process replicas"
 	$(GO) test -run '^$$' -bench DaemonRestart -benchtime 1x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-5 wake latency: restore alone, then a whole wake through the edge (fs, and MinIO when ENGENHO_S3_* is set)"

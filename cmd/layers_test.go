@@ -40,6 +40,7 @@ var ranks = map[string]rank{
 	"drivers/clock": {0, 0},
 
 	"drivers":                     {1, 0},
+	"drivers/cgroup":              {1, 0},
 	"drivers/objstore":            {1, 1},
 	"drivers/process":             {1, 1},
 	"drivers/incus":               {1, 1},
@@ -85,6 +86,7 @@ var ranks = map[string]rank{
 	"runtime/metrics":             {5, 0},
 	"runtime/config":              {5, 0},
 	"runtime/nodekey":             {5, 0},
+	"runtime/usage":               {5, 0},
 	"runtime/control":             {5, 1},
 	"runtime/control/controltest": {5, 2},
 	"runtime/daemon":              {5, 3},

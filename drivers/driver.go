@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 )
@@ -31,6 +32,9 @@ type Driver interface {
 	Logs(ctx context.Context, name string, opts LogOptions) (io.ReadCloser, error)
 	// List returns every instance whose labels include all of selector.
 	List(ctx context.Context, selector Labels) ([]Status, error)
+	// Usage reads what the instance's current run uses (spec DRV-16). A
+	// stopped instance has zero Usage and no error.
+	Usage(ctx context.Context, name string) (Usage, error)
 	// Watch calls fn once when the named instance's current run ends. It
 	// returns ErrUnsupported where the backend cannot tell (callers then rely
 	// on Inspect). stop cancels the watch; fn is never called after stop
@@ -91,10 +95,19 @@ type Port struct {
 	Protocol string // "tcp"
 }
 
-// Resources are optional limits; zero means none.
+// Resources are optional limits; zero means none (DRV-13).
 type Resources struct {
-	CPUs        float64
+	// CPUs is a share of CPU time: 0.25 is a quarter of one CPU.
+	CPUs float64
+	// MemoryBytes is the hard memory limit (swap included where the
+	// backend can): past it the kernel OOM-kills a process of the
+	// instance.
 	MemoryBytes int64
+	// MemoryReservationBytes is a soft limit: memory the instance keeps
+	// under pressure (cgroup v2 memory.low, v1 soft limit).
+	MemoryReservationBytes int64 `json:",omitempty"`
+	// Pids caps the processes and threads of the instance.
+	Pids int64 `json:",omitempty"`
 }
 
 // State is an instance's coarse state.
@@ -130,7 +143,38 @@ type Exit struct {
 	Name     string
 	ExitCode int    // -1 when killed by a signal or unknown
 	Signal   string // e.g. "killed", empty when it exited
-	At       time.Time
+	// Reason, when set, says why the run ended better than the code or
+	// signal: "oom-killed (limit 64 MiB)" (DRV-14).
+	Reason string
+	At     time.Time
+}
+
+// Describe is the run's end in words: Reason, else "killed by signal
+// SIG" or "exited with code N".
+func (e Exit) Describe() string {
+	switch {
+	case e.Reason != "":
+		return e.Reason
+	case e.Signal != "":
+		return "killed by signal " + e.Signal
+	}
+	return fmt.Sprintf("exited with code %d", e.ExitCode)
+}
+
+// Usage is what an instance's run uses, as its backend counts it (DRV-16).
+type Usage struct {
+	// CPU is the CPU time used, a counter: for the process driver over
+	// the life of the instance's cgroup (every run since it was started),
+	// for incus since the container started.
+	CPU time.Duration
+	// MemoryBytes is the memory charged to the instance now, what its
+	// limit is counted against (page cache included).
+	MemoryBytes int64
+	// MemoryPeakBytes is the highest MemoryBytes over the same span as
+	// CPU; 0 where the backend does not keep it.
+	MemoryPeakBytes int64
+	// Pids is the number of processes (and threads, for cgroups) now.
+	Pids int64
 }
 
 // ExecResult is the outcome of Exec.

@@ -42,6 +42,9 @@ type ReplicaStatus struct {
 	Replace bool `json:"replace,omitempty"`
 	// Final is set on the last status of a replica actor that is ending.
 	Final bool `json:"final,omitempty"`
+	// Usage is the replica's last usage sample (DRV-16); the daemon adds
+	// it to status, the replica actor never sets it.
+	Usage *ReplicaUsage `json:"usage,omitempty"`
 }
 
 // Intent is what the service wants a replica to do.

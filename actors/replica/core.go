@@ -391,10 +391,7 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect)
 }
 
 func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []step.Effect) {
-	reason := fmt.Sprintf("exited with code %d", ex.ExitCode)
-	if ex.Signal != "" {
-		reason = "killed by signal " + ex.Signal
-	}
+	reason := ex.Describe() // the driver's reason first: "oom-killed (limit 64 MiB)" (DRV-14)
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
 		s.LastError = "exited cleanly; restart policy on-failure leaves it down"

@@ -545,6 +545,7 @@ func TestSVC19LastErrorCarriesTheReason(t *testing.T) {
 	}{
 		{"exit code", nil, drivers.Exit{ExitCode: 1}, "exited with code 1"},
 		{"signal", nil, drivers.Exit{ExitCode: -1, Signal: "killed"}, "killed by signal killed"},
+		{"DRV-14 the driver's reason", nil, drivers.Exit{ExitCode: -1, Signal: "killed", Reason: "oom-killed (limit 64 MiB)"}, "oom-killed (limit 64 MiB)"},
 		{"SUP-16 restart policy none", func(m *sim) { m.cfg.Policy.Condition = "none" }, drivers.Exit{ExitCode: 3},
 			"restart policy none leaves it down: exited with code 3"},
 		{"SUP-16 on-failure, clean exit", func(m *sim) { m.cfg.Policy.Condition = "on-failure" }, drivers.Exit{ExitCode: 0},

@@ -157,6 +157,12 @@ func (w *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
 	return w.inner.Watch(name, fn)
 }
 
+// Usage passes through untouched: the sampler reads it on its own timer
+// and a fault there would only blank a status column.
+func (w *Driver) Usage(ctx context.Context, name string) (drivers.Usage, error) {
+	return w.inner.Usage(ctx, name)
+}
+
 // Instance is one instance as the chaos op "instances" reports it: the
 // driver's own view, unfiltered by any fault or plant.
 type Instance struct {

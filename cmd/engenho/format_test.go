@@ -24,8 +24,10 @@ func sampleStatus() control.StatusResult {
 			{Stack: "web", Service: "api", State: messages.ServiceConverged, Revision: "3f9a2c1b7d4e99", Desired: 2, Running: 2, Healthy: 2,
 				FailureOutput: "old failure, not shown once converged",
 				Replicas: []messages.ReplicaStatus{
-					{Slot: 1, Revision: "3f9a2c1b7d4e99", Phase: "serving", Health: "healthy", InRotation: true, Addresses: map[int]string{8080: "127.0.0.1:31001"}, LastProbe: "HTTP 200 OK"},
-					{Slot: 2, Revision: "3f9a2c1b7d4e99", Phase: "serving", Health: "healthy", InRotation: true, Restarts: 2, Addresses: map[int]string{9090: "127.0.0.1:32002", 8080: "127.0.0.1:31002"}, LastProbe: "HTTP 200 OK\nbody: a very long probe output that goes on and on and on"},
+					{Slot: 1, Revision: "3f9a2c1b7d4e99", Phase: "serving", Health: "healthy", InRotation: true, Addresses: map[int]string{8080: "127.0.0.1:31001"}, LastProbe: "HTTP 200 OK",
+						Usage: &messages.ReplicaUsage{CPUCores: ptr(0.25), MemoryBytes: 64 << 20, Pids: 3}},
+					{Slot: 2, Revision: "3f9a2c1b7d4e99", Phase: "serving", Health: "healthy", InRotation: true, Restarts: 2, Addresses: map[int]string{9090: "127.0.0.1:32002", 8080: "127.0.0.1:31002"}, LastProbe: "HTTP 200 OK\nbody: a very long probe output that goes on and on and on",
+						Usage: &messages.ReplicaUsage{MemoryBytes: 1536 << 10, Pids: 1}},
 				},
 				Ports: []messages.PortStatus{{Listen: "0.0.0.0:8080", Target: 8080, Backends: []string{"a", "b"}, Accepted: 1200, Active: 4, Rate: 12.5}}},
 			{Stack: "web", Service: "worker", State: messages.ServiceFailing, Message: "slot 1: exited with code 1", Revision: "9c8b7a6d5e4f", Desired: 1,
@@ -35,6 +37,8 @@ func sampleStatus() control.StatusResult {
 		},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func same(t *testing.T, what, got, want string) {
 	t.Helper()
@@ -58,15 +62,15 @@ web/api     converged  2        2        2        3f9a2c1b7d4e  -
 web/worker  failing    1        0        0        9c8b7a6d5e4f  slot 1: exited with code 1
 
 web/api
-  SLOT  REVISION      PHASE    HEALTH   ADDRESS                                    IN ROTATION  RESTARTS  LAST PROBE
-  1     3f9a2c1b7d4e  serving  healthy  127.0.0.1:31001                            yes          0         HTTP 200 OK
-  2     3f9a2c1b7d4e  serving  healthy  8080=127.0.0.1:31002,9090=127.0.0.1:32002  yes          2         HTTP 200 OK body: a very long probe o...
+  SLOT  REVISION      PHASE    HEALTH   ADDRESS                                    IN ROTATION  RESTARTS  CPU   MEM      PIDS  LAST PROBE
+  1     3f9a2c1b7d4e  serving  healthy  127.0.0.1:31001                            yes          0         0.25  64 MiB   3     HTTP 200 OK
+  2     3f9a2c1b7d4e  serving  healthy  8080=127.0.0.1:31002,9090=127.0.0.1:32002  yes          2         -     1.5 MiB  1     HTTP 200 OK body: a very long probe o...
   PORT          TARGET  BACKENDS  ACCEPTED  ACTIVE  RATE
   0.0.0.0:8080  8080    2         1200      4       12.5/s
 
 web/worker
-  SLOT  REVISION      PHASE  HEALTH  ADDRESS  IN ROTATION  RESTARTS  LAST PROBE
-  1     9c8b7a6d5e4f  down   none    -        no           5         error: exited with code 1
+  SLOT  REVISION      PHASE  HEALTH  ADDRESS  IN ROTATION  RESTARTS  CPU  MEM  PIDS  LAST PROBE
+  1     9c8b7a6d5e4f  down   none    -        no           5         -    -    -     error: exited with code 1
   rollout to 9c8b7a6d5e4f from 1a2b3c4d5e6f (stop-first): slot 1 updating
   output of the last replica that failed:
     | starting worker
@@ -302,5 +306,24 @@ func TestSVC19StatusBackoffRow(t *testing.T) {
 crash/bad   backoff  1        0        0        a6c0a22c7130  slot 1: exited with code 1 (4 failures); next attempt in 56s
 crash/long  backoff  2        1        1        b6c0a22c7130  slot 1: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...; next attempt in 56s
 crash/loop  failing  1        1        1        c6c0a22c7130  slot 1: exited with code 1 (5 failures); up again, not ye...
+`)
+}
+
+// DRV-16: engenho top shows one row per sampled replica: CPU in cores,
+// memory now and peak, processes; replicas without a sample are left out.
+func TestDRV16TopTable(t *testing.T) {
+	res := sampleStatus()
+	res.Services[0].Replicas[0].Instance = "web-api-1-ab12cd34"
+	res.Services[0].Replicas[0].Usage.MemoryPeakBytes = 80 << 20
+	res.Services[0].Replicas[1].Instance = "web-api-2-ef56ab78"
+	same(t, "top", formatTop(topRows(res), now, 2*time.Second), `engenho top  12:00:00  refresh 2s; CPU in cores over the last 10s
+
+REPLICA    INSTANCE            PHASE    CPU   MEM      PEAK    PIDS
+web/api/1  web-api-1-ab12cd34  serving  0.25  64 MiB   80 MiB  3
+web/api/2  web-api-2-ef56ab78  serving  -     1.5 MiB  -       1
+`)
+	same(t, "top, nothing sampled", formatTop(nil, now, time.Second), `engenho top  12:00:00  refresh 1s; CPU in cores over the last 10s
+
+no running replica has been sampled yet (usage.interval; 0 turns sampling off)
 `)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engenho/engenho/drivers/cgroup"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 )
@@ -172,16 +173,30 @@ func serviceDetail(s messages.ServiceStatus) string {
 
 func replicaTable(replicas []messages.ReplicaStatus) string {
 	t := newTable()
-	t.row("SLOT", "REVISION", "PHASE", "HEALTH", "ADDRESS", "IN ROTATION", "RESTARTS", "LAST PROBE")
+	t.row("SLOT", "REVISION", "PHASE", "HEALTH", "ADDRESS", "IN ROTATION", "RESTARTS", "CPU", "MEM", "PIDS", "LAST PROBE")
 	for _, r := range replicas {
 		probe := r.LastProbe
 		if r.LastError != "" && r.Phase != "serving" {
 			probe = "error: " + r.LastError
 		}
+		cpu, mem, pids := usageCells(r.Usage)
 		t.row(strconv.Itoa(r.Slot), shortRev(r.Revision), r.Phase, r.Health, addresses(r.Addresses),
-			yesNo(r.InRotation), strconv.Itoa(r.Restarts), oneLine(probe, probeWidth))
+			yesNo(r.InRotation), strconv.Itoa(r.Restarts), cpu, mem, pids, oneLine(probe, probeWidth))
 	}
 	return t.indented("  ")
+}
+
+// usageCells are a replica's usage columns (DRV-16): CPU in cores over
+// the last 10s, memory now, processes; empty without a sample.
+func usageCells(u *messages.ReplicaUsage) (cpu, mem, pids string) {
+	if u == nil {
+		return "", "", ""
+	}
+	cpu = "-"
+	if u.CPUCores != nil {
+		cpu = strconv.FormatFloat(*u.CPUCores, 'f', 2, 64)
+	}
+	return cpu, cgroup.FormatBytes(u.MemoryBytes), strconv.FormatInt(u.Pids, 10)
 }
 
 func portTable(ports []messages.PortStatus) string {

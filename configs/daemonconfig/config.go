@@ -33,6 +33,7 @@ type Config struct {
 	Metrics     Metrics     `key:"metrics" reload:"relaunch"`
 	Supervision Supervision `key:"supervision"`
 	Sweep       Sweep       `key:"sweep" reload:"live"`
+	Usage       Usage       `key:"usage"`
 	Probe       Probe       `key:"probe" reload:"live"`
 	Drain       Drain       `key:"drain" reload:"live"`
 	Boot        Boot        `key:"boot" reload:"live"`
@@ -98,6 +99,9 @@ type ProcessDriver struct {
 	LogMaxBytes Size `key:"log_max_bytes"`
 	// LogFiles is how many rotated files are kept besides the current one.
 	LogFiles int `key:"log_files"`
+	// CgroupRoot is the subtree below each cgroup hierarchy that every
+	// instance's cgroup goes in (DRV-12).
+	CgroupRoot string `key:"cgroup_root"`
 }
 
 // IncusDriver configures the incus driver (DRV-5).
@@ -196,6 +200,13 @@ type Sweep struct {
 	Interval time.Duration `key:"interval"`
 }
 
+// Usage configures the sampling of every replica's resource usage
+// (DRV-16).
+type Usage struct {
+	// Interval is how often usage is read; 0 turns sampling off.
+	Interval time.Duration `key:"interval"`
+}
+
 // Probe holds the health check timings used where a stack file's
 // healthcheck does not set its own (the defaults follow Compose).
 type Probe struct {
@@ -255,7 +266,7 @@ func Defaults() Config {
 		Log:     Log{Level: "info", Format: "auto"},
 		Control: Control{IdleTimeout: 5 * time.Minute, MaxRequest: MiB},
 		Drivers: Drivers{
-			Process: ProcessDriver{Enabled: true, LogMaxBytes: 10 * MiB, LogFiles: 3},
+			Process: ProcessDriver{Enabled: true, LogMaxBytes: 10 * MiB, LogFiles: 3, CgroupRoot: "engenho"},
 			Incus:   IncusDriver{Socket: "/var/lib/incus/unix.socket", Profiles: []string{"default"}},
 		},
 		Objstore: Objstore{Kind: "fs", Prefix: "engenho"},
@@ -264,6 +275,7 @@ func Defaults() Config {
 			Ladder: defaultLadder(),
 		},
 		Sweep:   Sweep{Interval: 10 * time.Second},
+		Usage:   Usage{Interval: 5 * time.Second},
 		Probe:   Probe{Interval: 30 * time.Second, Timeout: 30 * time.Second, StartInterval: 5 * time.Second, Retries: 3},
 		Drain:   Drain{Budget: 60 * time.Second},
 		Boot:    Boot{StepTimeout: 2 * time.Minute},

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/engenho/engenho/drivers/objstore"
@@ -17,6 +18,7 @@ const systemdStopTimeout = 90 * time.Second
 // Bounds of values that would otherwise make the daemon useless or spin.
 const (
 	minSweep      = 100 * time.Millisecond
+	minUsage      = time.Second
 	minMaxRequest = 4 * KiB
 	maxMaxRequest = 64 * MiB
 	minLogMax     = 4 * KiB
@@ -45,6 +47,9 @@ func (p *parser) validate(c *Config) {
 	}
 	p.validateSupervision(c)
 	p.atLeast("sweep.interval", c.Sweep.Interval, minSweep)
+	if c.Usage.Interval != 0 && c.Usage.Interval < minUsage {
+		p.failKey("usage.interval", "must be 0 (off) or at least %s, got %s", minUsage, c.Usage.Interval)
+	}
 	p.positive("probe.interval", c.Probe.Interval)
 	p.positive("probe.timeout", c.Probe.Timeout)
 	p.positive("probe.start_interval", c.Probe.StartInterval)
@@ -143,6 +148,9 @@ func (p *parser) validateDrivers(c *Config) {
 	}
 	if pr.LogFiles < 1 {
 		p.failKey("drivers.process.log_files", "must be at least 1, got %d", pr.LogFiles)
+	}
+	if r := pr.CgroupRoot; r == "" || filepath.IsAbs(r) || filepath.Clean(r) != r || strings.HasPrefix(r, "..") {
+		p.failKey("drivers.process.cgroup_root", "want a clean relative path below each cgroup hierarchy, like engenho, got %s", quotePath(r))
 	}
 	if in.RemoteURL == "" {
 		if !filepath.IsAbs(in.Socket) {

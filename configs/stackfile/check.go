@@ -2,7 +2,6 @@ package stackfile
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -257,13 +256,7 @@ func (c *checker) deploy(p string, d Deploy) {
 	oneOf(c, uk+".order", uc.Order, OrderStopFirst, OrderStartFirst)
 	oneOf(c, uk+".failure_action", uc.FailureAction, FailurePause, FailureRollback, FailureContinue)
 	nonNegative(c, uk+".monitor", uc.Monitor)
-	res, lk := d.Resources, p+".resources.limits"
-	if res.CPUs < 0 || math.IsNaN(res.CPUs) || math.IsInf(res.CPUs, 0) {
-		c.add(lk+".cpus", ErrValue, "want a number of CPUs, 0 or more")
-	}
-	if res.MemoryBytes < 0 {
-		c.add(lk+".memory", ErrValue, "want a size, 0 or more")
-	}
+	c.resources(p, d.Resources)
 }
 
 func (c *checker) hibernate(p string, svc Service) {

@@ -72,8 +72,10 @@ func InstanceSpec(svc Service, inst Instance) drivers.Spec {
 		WorkingDir: svc.WorkingDir,
 		User:       svc.User,
 		Resources: drivers.Resources{
-			CPUs:        svc.Deploy.Resources.CPUs,
-			MemoryBytes: svc.Deploy.Resources.MemoryBytes,
+			CPUs:                   svc.Deploy.Resources.CPUs,
+			MemoryBytes:            svc.Deploy.Resources.MemoryBytes,
+			MemoryReservationBytes: svc.Deploy.Resources.MemoryReservationBytes,
+			Pids:                   svc.Deploy.Resources.Pids,
 		},
 	}
 	for _, p := range svc.Ports {

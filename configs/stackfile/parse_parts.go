@@ -357,8 +357,8 @@ var (
 	deployKeys    = []string{"replicas", "restart_policy", "update_config", "resources"}
 	restartKeys   = []string{"condition", "max_attempts", "window", "delay"}
 	updateKeys    = []string{"parallelism", "delay", "order", "failure_action", "monitor"}
-	resourcesKeys = []string{"limits"}
-	limitsKeys    = []string{"cpus", "memory"}
+	resourcesKeys = []string{"limits", "reservations"}
+	limitsKeys    = []string{"cpus", "memory", "pids"}
 )
 
 func (w *walker) deploy(n *yaml.Node, path string) Deploy {
@@ -432,37 +432,6 @@ func (w *walker) updateConfig(uc *UpdateConfig, n *yaml.Node, path string) {
 		default:
 			if !isExtension(e.key) {
 				w.unknownKey(e, updateKeys)
-			}
-		}
-	}
-}
-
-func (w *walker) resources(res *Resources, n *yaml.Node, path string) {
-	entries, _ := w.mapping(n, path)
-	for _, e := range entries {
-		if e.key == "reservations" {
-			w.problem(e.kn, e.path, ErrUnknownKey, "unknown key (reservations are not supported; use limits)")
-			continue
-		}
-		if e.key != "limits" {
-			if !isExtension(e.key) {
-				w.unknownKey(e, resourcesKeys)
-			}
-			continue
-		}
-		limits, _ := w.mapping(e.vn, e.path)
-		for _, l := range limits {
-			switch l.key {
-			case "cpus":
-				if v, ok := w.number(l.vn, l.path, true); ok {
-					res.CPUs = v
-				}
-			case "memory":
-				res.MemoryBytes = w.memory(l.vn, l.path)
-			default:
-				if !isExtension(l.key) {
-					w.unknownKey(l, limitsKeys)
-				}
 			}
 		}
 	}

@@ -8,6 +8,8 @@ var serviceKeys = []string{
 	"command", "args", "image", "env", "working_dir", "user", "ports",
 	"healthcheck", "depends_on", "deploy", "driver", "hibernate", "sidecars",
 	"stop_grace_period", "x-engenho",
+	// Compose's service-level resource keys (parse_resources.go).
+	"mem_limit", "mem_reservation", "cpus", "pids_limit",
 }
 
 // service reads one service, starting from the defaults.
@@ -20,6 +22,7 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 	var (
 		graceSet  bool
 		secretEnv []keyAt
+		res       resourceKeys
 	)
 	for _, e := range entries {
 		switch e.key {
@@ -59,11 +62,14 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 		case "x-engenho":
 			svc.Engenho, secretEnv = w.engenho(e.vn, e.path)
 		default:
-			if !isExtension(e.key) {
+			if isResourceKey(e.key) {
+				w.serviceResource(&res, e)
+			} else if !isExtension(e.key) {
 				w.unknownKey(e, serviceKeys)
 			}
 		}
 	}
+	w.mergeResources(&svc, res)
 	if svc.Hibernate != nil && !graceSet {
 		svc.StopGracePeriod = DefaultHibernatedGrace
 	}

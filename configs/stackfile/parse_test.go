@@ -125,8 +125,20 @@ func TestParseEveryKeySVC1(t *testing.T) {
 			func(s *Service) { s.Deploy.Resources = Resources{CPUs: 0.5, MemoryBytes: 512 << 20} }},
 		{"deploy.resources units", "deploy:\n  resources:\n    limits: {cpus: 2, memory: 1GiB}", true,
 			func(s *Service) { s.Deploy.Resources = Resources{CPUs: 2, MemoryBytes: 1 << 30} }},
-		{"deploy.resources bytes", "deploy:\n  resources:\n    limits: {memory: 1048576}", true,
-			func(s *Service) { s.Deploy.Resources = Resources{MemoryBytes: 1 << 20} }},
+		{"deploy.resources bytes", "deploy:\n  resources:\n    limits: {memory: 67108864}", true,
+			func(s *Service) { s.Deploy.Resources = Resources{MemoryBytes: 64 << 20} }},
+		// DRV-13: pids, the memory reservation and the service-level keys.
+		{"deploy.resources pids and reservation", "deploy:\n  resources:\n    limits: {cpus: 0.25, memory: 256M, pids: 50}\n    reservations: {memory: 128M}", true,
+			func(s *Service) {
+				s.Deploy.Resources = Resources{CPUs: 0.25, MemoryBytes: 256 << 20, Pids: 50, MemoryReservationBytes: 128 << 20}
+			}},
+		{"deploy.resources pids unlimited", "deploy:\n  resources:\n    limits: {pids: -1}", true, func(s *Service) {}},
+		{"service-level resource keys", "mem_limit: 64m\nmem_reservation: 32m\ncpus: \"0.5\"\npids_limit: 100", true,
+			func(s *Service) {
+				s.Deploy.Resources = Resources{CPUs: 0.5, MemoryBytes: 64 << 20, MemoryReservationBytes: 32 << 20, Pids: 100}
+			}},
+		{"service-level and deploy agree", "mem_limit: 64m\ndeploy:\n  resources:\n    limits: {memory: 64m, cpus: 1}", true,
+			func(s *Service) { s.Deploy.Resources = Resources{CPUs: 1, MemoryBytes: 64 << 20} }},
 		{"driver", "driver: incus\nimage: busybox", false,
 			func(s *Service) { s.Command = nil; s.Driver = "incus"; s.Image = "busybox" }},
 		{"hibernate", "ports: [\"80\"]\nhibernate:\n  host: notes.example.com\n  idle: 5m\n  seed: [/bin/app, init]\n  replication: stream\n  data_dir: /var/lib/notes\n  wake_timeout: 10s", true,

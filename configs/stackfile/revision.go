@@ -49,6 +49,9 @@ type revisionInput struct {
 	CPUs       string            `json:"cpus,omitempty"`
 	Memory     int64             `json:"memory,omitempty"`
 	Hibernates bool              `json:"hibernates,omitempty"`
+	// Left out when zero, so revisions written before they existed stay.
+	MemoryReservation int64 `json:"memory_reservation,omitempty"`
+	Pids              int64 `json:"pids,omitempty"`
 }
 
 type revisionHealth struct {
@@ -86,6 +89,9 @@ func (s Service) Revision() string {
 		CPUs:       formatCPUs(s.Deploy.Resources.CPUs),
 		Memory:     s.Deploy.Resources.MemoryBytes,
 		Hibernates: s.Hibernate != nil,
+
+		MemoryReservation: s.Deploy.Resources.MemoryReservationBytes,
+		Pids:              s.Deploy.Resources.Pids,
 	}
 	for _, p := range s.Ports {
 		in.Targets = append(in.Targets, p.Target)

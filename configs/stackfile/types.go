@@ -266,10 +266,16 @@ type UpdateConfig struct {
 	Monitor time.Duration `json:"monitor"`
 }
 
-// Resources are optional limits (`deploy.resources.limits`); zero is none.
+// Resources are optional limits (`deploy.resources.limits`, the memory
+// reservation, and their service-level spellings; parse_resources.go);
+// zero is none.
 type Resources struct {
 	CPUs        float64 `json:"cpus,omitempty"`
 	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	// MemoryReservationBytes is kept under pressure (soft limit).
+	MemoryReservationBytes int64 `json:"memory_reservation_bytes,omitempty"`
+	// Pids caps processes and threads; 0 is none.
+	Pids int64 `json:"pids,omitempty"`
 }
 
 // Replication classes of a hibernating service's checkpoints (ACT-9).

@@ -70,6 +70,9 @@ func (d *recordingDriver) List(context.Context, drivers.Labels) ([]drivers.Statu
 func (d *recordingDriver) Watch(string, func(drivers.Exit)) (func(), error) {
 	return nil, d.forbidden("Watch")
 }
+func (d *recordingDriver) Usage(context.Context, string) (drivers.Usage, error) {
+	return drivers.Usage{}, d.forbidden("Usage")
+}
 
 type claim struct{ stack, service string }
 

@@ -53,6 +53,7 @@ func Run(t *testing.T, h Harness) {
 			{"NotFound", s.testNotFound},
 			{"Invalid", s.testInvalid},
 			{"Concurrent", s.testConcurrent},
+			{"Usage", s.testUsage},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -464,6 +465,8 @@ func (s *suite) testNotFound(t *testing.T) {
 	} else if !errors.Is(err, drivers.ErrNotFound) && !errors.Is(err, drivers.ErrUnsupported) {
 		t.Errorf("Logs: got %v, want not found or unsupported", err)
 	}
+	_, err = s.d.Usage(ctx, name)
+	wantKind(t, "Usage", err, drivers.ErrNotFound)
 	stop, err := s.d.Watch(name, func(drivers.Exit) { t.Errorf("Watch of an unknown instance fired") })
 	if s.h.Has(FeatureWatch) {
 		wantKind(t, "Watch", err, drivers.ErrNotFound)
@@ -593,4 +596,40 @@ func names(sts []drivers.Status) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// DRV-16: Usage of a running instance counts at least its one process and
+// some memory, its CPU counter never goes back, and a stopped instance
+// uses nothing.
+func (s *suite) testUsage(t *testing.T) {
+	ctx := s.ctx(t)
+	name := s.create(t, "usage", longRun, nil)
+	if u, err := s.d.Usage(ctx, name); err != nil || u != (drivers.Usage{}) {
+		t.Errorf("Usage of a created instance: %+v %v, want zero", u, err)
+	}
+	s.start(t, name)
+	var first drivers.Usage
+	s.eventually(t, "usage of the running instance", func() bool {
+		u, err := s.d.Usage(ctx, name)
+		if err != nil {
+			t.Logf("Usage: %v", err)
+			return false
+		}
+		first = u
+		return u.Pids >= 1 && u.MemoryBytes > 0
+	})
+	if first.CPU < 0 || first.MemoryPeakBytes < 0 {
+		t.Errorf("negative usage: %+v", first)
+	}
+	again, err := s.d.Usage(ctx, name)
+	if err != nil || again.CPU < first.CPU {
+		t.Errorf("the CPU counter went from %v to %v (%v)", first.CPU, again.CPU, err)
+	}
+	if err := s.d.Stop(ctx, name, s.h.Grace); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	s.waitStopped(t, name)
+	if u, err := s.d.Usage(ctx, name); err != nil || u != (drivers.Usage{}) {
+		t.Errorf("Usage of a stopped instance: %+v %v, want zero", u, err)
+	}
 }

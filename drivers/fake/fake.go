@@ -27,6 +27,7 @@ const (
 	OpLogs     = "logs"
 	OpList     = "list"
 	OpWatch    = "watch"
+	OpUsage    = "usage"
 )
 
 // Options configure a fake driver.
@@ -162,16 +163,37 @@ func (d *Driver) SetAddress(name string, target int, addr string) error {
 // Die ends the current run of name with exit code code (Watch fires), as
 // if the workload crashed. It reports whether the instance was running.
 func (d *Driver) Die(name string, code int) bool {
+	return d.DieWith(name, drivers.Exit{ExitCode: code})
+}
+
+// DieWith ends the current run of name with e's code, signal and reason,
+// as a backend reports an OOM kill: DieWith(name, drivers.Exit{Signal:
+// "killed", Reason: "oom-killed (limit 64 MiB)"}). It reports whether the
+// instance was running.
+func (d *Driver) DieWith(name string, e drivers.Exit) bool {
 	d.mu.Lock()
 	in, ok := d.instances[name]
 	if !ok || in.state != drivers.StateRunning {
 		d.mu.Unlock()
 		return false
 	}
-	fire := d.endRun(in, code, "")
+	fire := d.endRunWith(in, e.ExitCode, e.Signal, e.Reason)
 	d.mu.Unlock()
 	fire()
 	return true
+}
+
+// SetUsage makes Usage of name report u while it runs (DRV-16). Without
+// it a running instance is one process of 1 MiB.
+func (d *Driver) SetUsage(name string, u drivers.Usage) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in, ok := d.instances[name]
+	if !ok {
+		return drivers.Errorf(DriverName, "set usage", name, drivers.ErrNotFound, "")
+	}
+	in.usage = &u
+	return nil
 }
 
 // DieAt makes name die with code at t on the driver's clock (at once when

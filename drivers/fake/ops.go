@@ -32,7 +32,8 @@ type instance struct {
 	watches      map[uint64]*drivers.OnceWatch
 	logs         *logBuf
 	addrOverride map[int]string
-	forced       drivers.State // reported instead of state when set
+	forced       drivers.State  // reported instead of state when set
+	usage        *drivers.Usage // SetUsage's, reported while running
 }
 
 // watch is one Watch registration; done makes it fire at most once and
@@ -192,10 +193,14 @@ func (d *Driver) resume(name string, run uint64) {
 // func fires the watches (in registration order) and must run after d.mu
 // is released.
 func (d *Driver) endRun(in *instance, code int, signal string) func() {
+	return d.endRunWith(in, code, signal, "")
+}
+
+func (d *Driver) endRunWith(in *instance, code int, signal, reason string) func() {
 	if signal != "" {
 		code = -1
 	}
-	exit := drivers.Exit{Name: in.spec.Name, ExitCode: code, Signal: signal, At: d.clk.Now()}
+	exit := drivers.Exit{Name: in.spec.Name, ExitCode: code, Signal: signal, Reason: reason, At: d.clk.Now()}
 	in.state, in.startedAt, in.pid, in.lastExit = drivers.StateStopped, time.Time{}, 0, exit
 	if in.timer != nil {
 		in.timer.Stop()
@@ -317,6 +322,24 @@ func (d *Driver) Inspect(ctx context.Context, name string) (drivers.Status, erro
 		return drivers.Status{}, err
 	}
 	return in.snapshot(), nil
+}
+
+// Usage reports SetUsage's value while the instance runs (one process of
+// 1 MiB when none was set), zero when it is stopped (DRV-16).
+func (d *Driver) Usage(ctx context.Context, name string) (drivers.Usage, error) {
+	if err := d.enter(ctx, OpUsage, name); err != nil {
+		return drivers.Usage{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in, err := d.lookup(OpUsage, name)
+	if err != nil || in.state != drivers.StateRunning {
+		return drivers.Usage{}, err
+	}
+	if in.usage != nil {
+		return *in.usage, nil
+	}
+	return drivers.Usage{Pids: 1, MemoryBytes: 1 << 20, MemoryPeakBytes: 1 << 20}, nil
 }
 
 // snapshot builds in's Status; d.mu must be held.

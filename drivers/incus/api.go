@@ -53,6 +53,13 @@ type InstanceState struct {
 	Pid        int64     `json:"pid"`        // host pid of the container's init; 0 when stopped
 	StartedAt  time.Time `json:"started_at"` // zero when stopped
 	Processes  int64     `json:"processes"`
+	CPU        struct {
+		Usage int64 `json:"usage"` // nanoseconds since the container started
+	} `json:"cpu"`
+	Memory struct {
+		Usage     int64 `json:"usage"`
+		UsagePeak int64 `json:"usage_peak"`
+	} `json:"memory"`
 }
 
 // InstanceSource is the image an instance is created from.

@@ -252,8 +252,9 @@ func TestDriverOnFakeIncusd(t *testing.T) {
 	}
 }
 
-// DRV-5, DRV-6: how a spec becomes an instance: labels as user.*, env as
-// environment.*, ports as loopback proxy devices, limits, the entrypoint.
+// DRV-5, DRV-6, DRV-13: how a spec becomes an instance: labels as user.*,
+// env as environment.*, ports as loopback proxy devices, limits (memory
+// with no swap, pids), the entrypoint.
 func TestInstancePost(t *testing.T) {
 	d := &Driver{opts: Options{StoragePool: "fast"}, profiles: []string{"default"}}
 	post := d.instancePost(drivers.Spec{
@@ -261,11 +262,12 @@ func TestInstancePost(t *testing.T) {
 		Labels:    drivers.Labels{"engenho.stack": "s", "engenho.deployment": ""},
 		Env:       map[string]string{"A": "1"},
 		Ports:     []drivers.Port{{Target: 80, HostPort: 41000}, {Target: 53, HostPort: 41053, Protocol: "udp"}},
-		Resources: drivers.Resources{CPUs: 1.5, MemoryBytes: 512 << 20},
+		Resources: drivers.Resources{CPUs: 1.5, MemoryBytes: 512 << 20, Pids: 64},
 	})
 	want := map[string]string{
 		"user.engenho.stack": "s", "environment.A": "1", "raw.lxc": initConfig,
 		"limits.cpu": "2", "limits.cpu.allowance": "150ms/100ms", "limits.memory": "536870912B",
+		"limits.memory.swap": "false", "limits.processes": "64",
 	}
 	if fmt.Sprint(post.Config) != fmt.Sprint(want) {
 		t.Errorf("config %v, want %v", post.Config, want)

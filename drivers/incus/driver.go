@@ -258,8 +258,12 @@ func checkSpec(spec drivers.Spec, creating bool) error {
 		}
 		seen[p.Target] = true
 	}
-	if spec.Resources.CPUs < 0 || spec.Resources.MemoryBytes < 0 {
+	if r := spec.Resources; r.CPUs < 0 || r.MemoryBytes < 0 || r.Pids < 0 || r.MemoryReservationBytes < 0 {
 		return bad("resources must not be negative")
+	}
+	if spec.Resources.MemoryReservationBytes > 0 {
+		// Refused, never skipped (DRV-17): incus has no reservation key.
+		return bad("a memory reservation cannot be enforced by the incus driver (incus has no such limit); remove it or use the process driver")
 	}
 	return nil
 }
@@ -332,6 +336,10 @@ func (d *Driver) instancePost(spec drivers.Spec) InstancesPost {
 	}
 	if mem := spec.Resources.MemoryBytes; mem > 0 {
 		config["limits.memory"] = strconv.FormatInt(mem, 10) + "B"
+		config["limits.memory.swap"] = "false" // the limit holds swap too (DRV-13)
+	}
+	if pids := spec.Resources.Pids; pids > 0 {
+		config["limits.processes"] = strconv.FormatInt(pids, 10)
 	}
 	if len(spec.Command) > 0 {
 		config["raw.lxc"] = initConfig
@@ -520,6 +528,28 @@ func (d *Driver) Inspect(ctx context.Context, name string) (drivers.Status, erro
 		return drivers.Status{}, d.fail("inspect", name, err)
 	}
 	return d.status(ctx, in), nil
+}
+
+// Usage reads the container's usage from incusd's state API
+// (GET /1.0/instances/NAME/state, DRV-16): cpu.usage, memory.usage and
+// usage_peak, processes, all counted since the container started. A
+// stopped container uses nothing.
+func (d *Driver) Usage(ctx context.Context, name string) (drivers.Usage, error) {
+	if err := checkName("usage", name); err != nil {
+		return drivers.Usage{}, err
+	}
+	st, err := d.c.InstanceState(ctx, name)
+	if err != nil {
+		return drivers.Usage{}, d.fail("usage", name, err)
+	}
+	if mapState(st.Status) != drivers.StateRunning {
+		return drivers.Usage{}, nil
+	}
+	return drivers.Usage{
+		CPU:         time.Duration(st.CPU.Usage),
+		MemoryBytes: st.Memory.Usage, MemoryPeakBytes: st.Memory.UsagePeak,
+		Pids: st.Processes,
+	}, nil
 }
 
 // settleTimeout bounds how long the driver waits for incusd to finish a

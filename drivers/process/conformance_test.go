@@ -16,7 +16,7 @@ func shSpec(name, script string, labels drivers.Labels) drivers.Spec {
 
 func newDriver(t testing.TB, dir string) *process.Driver {
 	t.Helper()
-	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop()})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/cgroup"
 	"github.com/engenho/engenho/drivers/clock"
 )
 
@@ -45,6 +46,16 @@ type Options struct {
 	// Sealer keeps the values of a spec's SecretEnv sealed in its state
 	// file (SEC-2). Without one, a spec with secret values is refused.
 	Sealer drivers.Sealer
+	// Cgroups is where each instance gets its cgroup (DRV-12); nil
+	// detects the host's with CgroupRoot. Where none can be used,
+	// instances run without one and limits are refused (DRV-17).
+	Cgroups *cgroup.Host
+	// CgroupRoot is the subtree below each cgroup hierarchy that the
+	// instances' groups go in (default "engenho"), when Cgroups is nil.
+	CgroupRoot string
+	// NoCgroups runs every instance without a cgroup (benchmarks compare
+	// with it); limits are then refused.
+	NoCgroups bool
 }
 
 // Driver runs instances as local processes.
@@ -66,6 +77,10 @@ type Driver struct {
 	nextWatch uint64
 	// runs maps run tokens to live runs while New loads (see findRun).
 	runs map[string]tokenRun
+	// cg is the cgroup host, nil when instances run without; cgErr says
+	// why.
+	cg    *cgroup.Host
+	cgErr error
 }
 
 // instance is one workload. mu serialises its lifecycle; it is never held
@@ -87,6 +102,13 @@ type instance struct {
 	// secretsLost: the state file's sealed env values did not open (the
 	// node key changed); the instance must not start without them.
 	secretsLost error
+	// cg is the instance's cgroup while it has one (from a Start to the
+	// Stop, Kill or Delete that removes it); leftovers: the last run left
+	// processes in it, killed but perhaps not gone; cgRetiring is closed
+	// once a removal under way is done.
+	cg         *cgroup.Group
+	leftovers  bool
+	cgRetiring chan struct{}
 
 	saveMu sync.Mutex
 	saved  uint64 // version on disk
@@ -131,6 +153,7 @@ func New(opts Options) (*Driver, error) {
 		done:      make(chan struct{}),
 		instances: make(map[string]*instance),
 	}
+	d.openCgroups()
 	if err := d.r.acquire(); err != nil {
 		lock.Close()
 		null.Close()
@@ -194,6 +217,7 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		return nil, fmt.Errorf("state file names %q", rec.Spec.Name)
 	}
 	in := d.newInstance(dir, rec)
+	d.findCgroup(in)
 	if err := d.openSecrets(rec); err != nil {
 		// The run is still adopted and can be stopped and deleted; only a
 		// new start needs the values.
@@ -225,6 +249,13 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 	// no driver watched it, with an exit code nobody saw.
 	d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("instance process is gone; not adopted")
 	d.killLeftovers(name, rec.Pid, rec.RunToken)
+	if in.cg != nil {
+		// Everything the run left, also outside its process group.
+		if n, _ := in.cg.Signal(unix.SIGKILL); n > 0 {
+			in.leftovers = true
+			d.log.Info().Str("instance", name).Int("processes", n).Str("cgroup", in.cg.Rel()).Msg("killed what the ended run left in its cgroup")
+		}
+	}
 	rec.Running, rec.Pid, rec.ProcStart, rec.StartedAt, rec.ExitCode, rec.Signal = false, 0, 0, time.Time{}, -1, ""
 	in.lastExit = drivers.Exit{Name: name, ExitCode: -1}
 	if err := rec.save(dir); err != nil {
@@ -239,7 +270,7 @@ func (d *Driver) newInstance(dir string, rec *record) *instance {
 		dir:      dir,
 		rec:      rec,
 		logs:     &logSet{path: filepath.Join(dir, "output.log"), max: d.opts.LogMaxBytes, keep: d.opts.LogFiles},
-		lastExit: drivers.Exit{Name: rec.Spec.Name, ExitCode: rec.ExitCode, Signal: rec.Signal},
+		lastExit: drivers.Exit{Name: rec.Spec.Name, ExitCode: rec.ExitCode, Signal: rec.Signal, Reason: rec.Reason},
 		watches:  make(map[uint64]*drivers.OnceWatch),
 	}
 }

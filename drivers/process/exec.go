@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/cgroup"
 )
 
 // maxExecOutput caps what Exec keeps of each stream; the rest is read and
@@ -30,7 +31,7 @@ func (d *Driver) Exec(ctx context.Context, name string, argv []string) (drivers.
 	if err != nil {
 		return drivers.ExecResult{}, err
 	}
-	running := in.proc != nil
+	running, cg := in.proc != nil, in.cg
 	spec := cloneSpec(in.rec.Spec)
 	hostPorts := in.rec.HostPorts
 	in.mu.Unlock()
@@ -49,10 +50,13 @@ func (d *Driver) Exec(ctx context.Context, name string, argv []string) (drivers.
 	if err != nil {
 		return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrInvalid, err)
 	}
-	return d.runProbe(ctx, name, prog, argv, spec.WorkingDir, workloadEnv(spec, id, hostPorts), id)
+	return d.runProbe(ctx, name, prog, argv, spec.WorkingDir, workloadEnv(spec, id, hostPorts), id, cg)
 }
 
-func (d *Driver) runProbe(ctx context.Context, name, prog string, argv []string, dir string, env []string, id identity) (drivers.ExecResult, error) {
+// runProbe runs argv as a probe of the instance, inside its cgroup when it
+// has one (as `docker exec` runs in the container's): the probe counts
+// against the instance's limits.
+func (d *Driver) runProbe(ctx context.Context, name, prog string, argv []string, dir string, env []string, id identity, cg *cgroup.Group) (drivers.ExecResult, error) {
 	transient := func(err error) (drivers.ExecResult, error) {
 		return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrTransient, err)
 	}
@@ -75,7 +79,7 @@ func (d *Driver) runProbe(ctx context.Context, name, prog string, argv []string,
 		Files: []uintptr{d.null.Fd(), outW.Fd(), errW.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: id.cred},
 	}
-	sp, err := d.r.spawn(prog, argv, attr, func(st exitStatus) { exited <- st })
+	sp, err := d.r.spawn(prog, argv, attr, cg, false, func(st exitStatus) { exited <- st })
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
@@ -132,10 +133,19 @@ func TestDRV4AdoptedStopKillsTheGroupByNumber(t *testing.T) {
 	})
 }
 
-// DRV-3, DRV-4: a run whose main process died while no daemon watched it
-// is not adopted, and what it left in its group is killed when the next
-// Driver loads; a process that left the group (setsid) is not touched.
+// DRV-3, DRV-4, DRV-15: a run whose main process died while no daemon
+// watched it is not adopted, and what it left is killed when the next
+// Driver loads: its process group, and, through its cgroup, a process that
+// left the group (setsid) too. Without cgroups that one is not reached.
 func TestDRV4LeftoversOfAnUnwatchedRunAreKilled(t *testing.T) {
+	t.Run("cgroup", func(t *testing.T) { leftoversOfAnUnwatchedRun(t, false) })
+	t.Run("no cgroups", func(t *testing.T) {
+		t.Setenv(helperNoCgroupsEnv, "1")
+		leftoversOfAnUnwatchedRun(t, true)
+	})
+}
+
+func leftoversOfAnUnwatchedRun(t *testing.T, noCgroups bool) {
 	t.Setenv(helperScriptEnv, "setsid sleep 1001 & sleep 1000 & wait")
 	dir := t.TempDir()
 	pgid := crashedDaemonGroup(t, dir)
@@ -148,7 +158,10 @@ func TestDRV4LeftoversOfAnUnwatchedRunAreKilled(t *testing.T) {
 		t.Fatal("the leader took its group with it; nothing left to clean up")
 	}
 
-	d := newDriver(t, dir)
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, NoCgroups: noCgroups, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer d.Close()
 	if st, err := d.Inspect(ctxT(t), "grp"); err != nil || st.State != drivers.StateStopped {
 		t.Fatalf("after the restart: %+v %v, want stopped", st, err)
@@ -156,8 +169,15 @@ func TestDRV4LeftoversOfAnUnwatchedRunAreKilled(t *testing.T) {
 	if !groupGone(pgid, 2*time.Second) {
 		t.Errorf("left alive in group %d: %v", pgid, drivertest.GroupMembers(pgid))
 	}
-	if !alive(outside) {
-		t.Errorf("the process that left the group (setsid, pid %d) was killed", outside)
+	if noCgroups {
+		if !alive(outside) {
+			t.Errorf("without cgroups, the process that left the group (setsid, pid %d) was killed", outside)
+		}
+		return
+	}
+	waitFor(t, "the setsid child killed through the cgroup", func() bool { return !alive(outside) })
+	if err := d.Delete(ctxT(t), "grp"); err != nil {
+		t.Fatalf("Delete: %v", err)
 	}
 }
 

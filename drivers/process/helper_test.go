@@ -38,7 +38,7 @@ func runHelper(mode string) int {
 
 func helperDaemon(dir string) int {
 	ctx := context.Background()
-	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop()})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Logger: zerolog.Nop()})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -66,7 +66,7 @@ func helperSubreaper(dir string) int {
 		return 1
 	}
 	ctx := context.Background()
-	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop()})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Logger: zerolog.Nop()})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -162,10 +162,13 @@ func startHelper(t *testing.T, mode string) (*exec.Cmd, *bufio.Scanner) {
 // empty).
 const helperScriptEnv = "ENGENHO_PROCESS_HELPER_SCRIPT"
 
+// helperNoCgroupsEnv makes helperGroup's driver run without cgroups.
+const helperNoCgroupsEnv = "ENGENHO_PROCESS_HELPER_NO_CGROUPS"
+
 // helperGroup starts a script as "grp" and waits to be SIGKILLed.
 func helperGroup(dir string) int {
 	ctx := context.Background()
-	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop()})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, NoCgroups: os.Getenv(helperNoCgroupsEnv) != "", Logger: zerolog.Nop()})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1

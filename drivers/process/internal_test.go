@@ -85,7 +85,7 @@ func TestAdoptOnlyWhenPidAndStartTimeMatch(t *testing.T) {
 	os.MkdirAll(broken, 0o700)
 	os.WriteFile(filepath.Join(broken, stateFile), []byte("{not json"), 0o600)
 
-	d, err := New(Options{Dir: dir, Logger: zerolog.Nop()})
+	d, err := New(Options{Dir: dir, CgroupRoot: os.Getenv("ENGENHO_PROCESS_TEST_CGROUP_ROOT"), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -33,7 +33,7 @@ func (d *Driver) recordLaunch(in *instance, token string, hostPorts map[int]int)
 func (d *Driver) adoptLaunch(in *instance) (bool, error) {
 	rec := in.rec
 	rec.Launching = false
-	adopted, err := d.adoptRun(in, d.findRun(rec.RunToken))
+	adopted, err := d.adoptRun(in, d.findRunOf(in))
 	if serr := rec.save(in.dir); serr != nil {
 		d.log.Error().Err(serr).Str("instance", in.name).Msg("cannot record the launch's outcome")
 	}
@@ -56,7 +56,7 @@ func (d *Driver) adoptRun(in *instance, run tokenRun) (bool, error) {
 // attach makes the process pid, started at start, in's current run when it
 // is still that process (DRV-4): a run an earlier daemon left.
 func (d *Driver) attach(in *instance, pid int, start uint64) (bool, error) {
-	p, ok, err := d.r.adopt(pid, start, d.onExit(in, in.run+1))
+	p, ok, err := d.r.adopt(pid, start, in.cg, d.onExit(in, in.run+1))
 	if err != nil || !ok {
 		return false, err
 	}
@@ -87,6 +87,36 @@ func (d *Driver) findRun(token string) tokenRun {
 	return d.runs[token]
 }
 
+// findRunOf finds in's run by its token: among its cgroup's processes
+// when it has one (DRV-15), else in all of /proc.
+func (d *Driver) findRunOf(in *instance) tokenRun {
+	if in.cg == nil || in.rec.RunToken == "" {
+		return d.findRun(in.rec.RunToken)
+	}
+	pids, err := in.cg.Procs()
+	if err != nil {
+		return d.findRun(in.rec.RunToken)
+	}
+	var run tokenRun
+	for _, pid := range pids {
+		if token, ok := tokenOf(pid); ok && token == in.rec.RunToken {
+			run = addMember(run, pid)
+		}
+	}
+	return run
+}
+
+// addMember adds pid to run; the run's leader is the earliest started of
+// its members that lead a process group of their own (it started before
+// anything it started that made a group, with setsid or setpgid).
+func addMember(run tokenRun, pid int) tokenRun {
+	run.members = append(run.members, pid)
+	if start, leads := groupLeaderStart(pid); leads && (run.pid == 0 || start < run.start) {
+		run.pid, run.start = pid, start
+	}
+	return run
+}
+
 // runsByToken maps each token found in a live process's environment to
 // its run. The run's children inherit the token; the run itself leads its
 // process group.
@@ -105,14 +135,7 @@ func runsByToken() map[string]tokenRun {
 		if !ok {
 			continue
 		}
-		run := out[token]
-		run.members = append(run.members, pid)
-		// The run started before anything it started that leads a group
-		// of its own (setsid, setpgid).
-		if start, leads := groupLeaderStart(pid); leads && (run.pid == 0 || start < run.start) {
-			run.pid, run.start = pid, start
-		}
-		out[token] = run
+		out[token] = addMember(out[token], pid)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/cgroup"
 )
 
 // Operation names used in errors.
@@ -30,20 +31,29 @@ const (
 	opLogs     = "logs"
 	opList     = "list"
 	opWatch    = "watch"
+	opUsage    = "usage"
 )
 
 // Validate checks that spec can run here: a valid name, a command that
 // resolves, an existing working directory, a known user, sane ports.
 func (d *Driver) Validate(ctx context.Context, spec drivers.Spec) error {
-	if err := checkSpec(spec); err != nil {
+	if err := d.checkSpec(spec); err != nil {
 		return drivers.Wrap(DriverName, opValidate, spec.Name, drivers.ErrInvalid, err)
 	}
 	return nil
 }
 
+// checkSpec is checkSpec plus the limits this node can enforce (DRV-17).
+func (d *Driver) checkSpec(spec drivers.Spec) error {
+	if err := checkSpec(spec); err != nil {
+		return err
+	}
+	return d.checkLimits(spec.Resources)
+}
+
 // Create validates spec and records a stopped instance on disk.
 func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
-	if err := checkSpec(spec); err != nil {
+	if err := d.checkSpec(spec); err != nil {
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrInvalid, err)
 	}
 	d.mu.Lock()
@@ -77,10 +87,6 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
 	}
 	d.instances[spec.Name] = in
-	if spec.Resources != (drivers.Resources{}) {
-		d.log.Warn().Str("instance", spec.Name).Float64("cpus", spec.Resources.CPUs).
-			Int64("memory_bytes", spec.Resources.MemoryBytes).Msg("resource limits are not enforced by the process driver")
-	}
 	return nil
 }
 
@@ -92,7 +98,7 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	killed, err := d.startLocked(in)
+	killed, err := d.startLocked(ctx, in)
 	in.mu.Unlock()
 	if killed != nil {
 		d.waitRun(ctx, opStart, name, killed)
@@ -102,7 +108,7 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 
 // startLocked starts a run of in; in.mu must be held. When the run started
 // but could not be recorded it is killed, and killed is its done channel.
-func (d *Driver) startLocked(in *instance) (killed <-chan struct{}, err error) {
+func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan struct{}, err error) {
 	name := in.name
 	if in.proc != nil {
 		return nil, nil
@@ -136,6 +142,9 @@ func (d *Driver) startLocked(in *instance) (killed <-chan struct{}, err error) {
 		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
 	}
 	defer out.Close()
+	if err := d.prepareCgroup(ctx, in); err != nil {
+		return nil, err
+	}
 
 	run := in.run + 1
 	token := newRunToken()
@@ -148,7 +157,7 @@ func (d *Driver) startLocked(in *instance) (killed <-chan struct{}, err error) {
 	if err := d.recordLaunch(in, token, hostPorts); err != nil {
 		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
 	}
-	sp, err := d.r.spawn(in.prog, spec.Command, attr, d.onExit(in, run))
+	sp, err := d.r.spawn(in.prog, spec.Command, attr, in.cg, true, d.onExit(in, run))
 	if err != nil {
 		in.rec.Launching = false
 		in.persist(in.snapshot())
@@ -157,7 +166,7 @@ func (d *Driver) startLocked(in *instance) (killed <-chan struct{}, err error) {
 	in.run, in.proc, in.runDone = run, sp.proc, make(chan struct{})
 	in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.Launching = true, sp.proc.pid, sp.procStart, false
 	in.rec.StartedAt = d.nextStartedAt(in)
-	in.rec.ExitCode, in.rec.Signal = 0, ""
+	in.rec.ExitCode, in.rec.Signal, in.rec.Reason = 0, "", ""
 	// Recorded before Start returns: a daemon that dies now must find the
 	// run on restart, or it would start a second one. So a run that cannot
 	// be recorded is ended.
@@ -204,10 +213,10 @@ func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 			d.bg.Done()
 			return
 		}
-		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, At: d.clk.Now()}
-		in.proc, in.lastExit = nil, exit
+		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, Reason: d.oomReason(in, st), At: d.clk.Now()}
+		in.proc, in.lastExit, in.leftovers = nil, exit, in.leftovers || st.leftovers
 		in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.StartedAt = false, 0, 0, time.Time{}
-		in.rec.ExitCode, in.rec.Signal = st.code, st.signal
+		in.rec.ExitCode, in.rec.Signal, in.rec.Reason = st.code, st.signal, exit.Reason
 		close(in.runDone)
 		ws := in.takeWatches()
 		snap, v := in.snapshot()
@@ -258,28 +267,30 @@ func fireAll(ws []*drivers.OnceWatch, e drivers.Exit) {
 	}
 }
 
-// Stop sends SIGTERM to the instance's process group, waits up to grace
-// for the run to end, then sends SIGKILL and waits for the exit. Stopping
-// a stopped instance is a no-op.
+// Stop sends SIGTERM to the instance's process group and everything in
+// its cgroup, waits up to grace for the run to end, then sends SIGKILL and
+// waits for the exit; the cgroup is then emptied and removed (DRV-15).
+// Stopping a stopped instance is a no-op (it removes a cgroup a crashed
+// run left).
 func (d *Driver) Stop(ctx context.Context, name string, grace time.Duration) error {
 	in, err := d.lockLive(opStop, name)
 	if err != nil {
 		return err
 	}
-	p, done := in.proc, in.runDone
+	p, done, cg := in.proc, in.runDone, in.cg
 	if p != nil {
-		d.r.signalGroup(p, unix.SIGTERM)
+		d.signalRun(p, cg, unix.SIGTERM)
 	}
 	in.mu.Unlock()
 	if p == nil {
-		return nil
+		return d.retire(ctx, opStop, in)
 	}
 	if grace > 0 {
 		t := d.clk.NewTimer(grace)
 		select {
 		case <-done:
 			t.Stop()
-			return nil
+			return d.retire(ctx, opStop, in)
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
@@ -289,26 +300,58 @@ func (d *Driver) Stop(ctx context.Context, name string, grace time.Duration) err
 			return d.errorf(opStop, name, drivers.ErrInvalid, "driver closed")
 		}
 	}
-	d.r.signalGroup(p, unix.SIGKILL)
-	return d.waitRun(ctx, opStop, name, done)
+	d.signalRun(p, cg, unix.SIGKILL)
+	if err := d.waitRun(ctx, opStop, name, done); err != nil {
+		return err
+	}
+	return d.retire(ctx, opStop, in)
 }
 
-// Kill sends SIGKILL to the instance's process group and waits for the
-// exit. Killing a stopped instance is a no-op.
+// Kill sends SIGKILL to the instance's process group and cgroup, waits
+// for the exit and removes the cgroup. Killing a stopped instance is a
+// no-op.
 func (d *Driver) Kill(ctx context.Context, name string) error {
 	in, err := d.lockLive(opKill, name)
 	if err != nil {
 		return err
 	}
-	p, done := in.proc, in.runDone
+	p, done, cg := in.proc, in.runDone, in.cg
 	if p != nil {
-		d.r.signalGroup(p, unix.SIGKILL)
+		d.signalRun(p, cg, unix.SIGKILL)
 	}
 	in.mu.Unlock()
-	if p == nil {
-		return nil
+	if p != nil {
+		if err := d.waitRun(ctx, opKill, name, done); err != nil {
+			return err
+		}
 	}
-	return d.waitRun(ctx, opKill, name, done)
+	return d.retire(ctx, opKill, in)
+}
+
+// signalRun signals a run's process group and main process, and every
+// process of its cgroup (those that left the group too).
+func (d *Driver) signalRun(p *proc, cg *cgroup.Group, sig unix.Signal) {
+	d.r.signalGroup(p, sig)
+	if cg != nil {
+		cg.Signal(sig)
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// retire removes in's cgroup after its run ended; a failure is transient.
+func (d *Driver) retire(ctx context.Context, op string, in *instance) error {
+	if err := d.retireCgroup(ctx, in); err != nil {
+		return drivers.Wrap(DriverName, op, in.name, drivers.ErrTransient, err)
+	}
+	return nil
 }
 
 func (d *Driver) waitRun(ctx context.Context, op, name string, done <-chan struct{}) error {
@@ -332,6 +375,20 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	if in.proc != nil {
 		in.mu.Unlock()
 		return d.errorf(opDelete, name, drivers.ErrInvalid, "instance is running; stop it first")
+	}
+	if ch := in.cgRetiring; in.cg != nil || ch != nil && !isClosed(ch) {
+		in.mu.Unlock()
+		if err := d.retire(ctx, opDelete, in); err != nil {
+			return err
+		}
+		if ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return drivers.Wrap(DriverName, opDelete, name, drivers.ErrTransient, ctx.Err())
+			}
+		}
+		return d.Delete(ctx, name)
 	}
 	in.saveMu.Lock()
 	err = os.RemoveAll(in.dir)

@@ -29,7 +29,7 @@ const batchScript = `n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; 
 func TestLogRotation(t *testing.T) {
 	dir := t.TempDir()
 	fc := clock.NewFake(time.Unix(1_700_000_000, 0))
-	d, err := process.New(process.Options{Dir: dir, Clock: fc, Logger: zerolog.Nop(), LogMaxBytes: 1000, LogFiles: 2})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Clock: fc, Logger: zerolog.Nop(), LogMaxBytes: 1000, LogFiles: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func tail(t *testing.T, d drivers.Driver, name string, n int) string {
 // DRV-3: a follower keeps streaming, in order, across rotations.
 func TestLogsFollowAcrossRotation(t *testing.T) {
 	dir := t.TempDir()
-	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop(), LogMaxBytes: 200})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Logger: zerolog.Nop(), LogMaxBytes: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -358,7 +358,7 @@ func TestTwoDriversOneProcess(t *testing.T) {
 func TestDirLocked(t *testing.T) {
 	dir := t.TempDir()
 	a := newDriver(t, dir)
-	if _, err := process.New(process.Options{Dir: dir}); err == nil {
+	if _, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot}); err == nil {
 		t.Fatalf("second New on %s succeeded", dir)
 	}
 	a.Close()

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/engenho/engenho/drivers/cgroup"
 )
 
 // The reaper is the one place in the process that spawns, signals and reaps
@@ -28,6 +30,9 @@ import (
 type exitStatus struct {
 	code   int    // exit code, -1 when signalled or unknown
 	signal string // "killed", "terminated", ... ; empty when it exited
+	// leftovers: the run's cgroup still held processes; they were sent
+	// SIGKILL.
+	leftovers bool
 }
 
 var unknownExit = exitStatus{code: -1}
@@ -52,6 +57,9 @@ type proc struct {
 	// onExit runs in the reaper goroutine once, after the process is gone.
 	// nil once its driver closed; a child is then still reaped.
 	onExit func(exitStatus)
+	// cg is the run's cgroup, emptied when its main process ends
+	// (DRV-15); nil for probes and runs without one.
+	cg *cgroup.Group
 }
 
 type reaper struct {
@@ -196,6 +204,7 @@ func (r *reaper) finishFd(fd int) {
 		// An adopted run's leader is reaped by whoever inherited it, not
 		// by us; what is left of its group is killed as for a child.
 		signalPgrp(p.pidfd, p.pid, unix.SIGKILL)
+		status.leftovers = emptyGroup(p)
 	}
 	r.forgetLocked(p)
 	onExit := p.onExit
@@ -210,6 +219,7 @@ func (r *reaper) finishFd(fd int) {
 // signal cannot reach a stranger), then the zombie is reaped.
 func (r *reaper) reapLocked(p *proc) exitStatus {
 	signalPgrp(p.pidfd, p.pid, unix.SIGKILL)
+	leftovers := emptyGroup(p)
 	var ws unix.WaitStatus
 	for {
 		_, err := unix.Wait4(p.pid, &ws, 0, nil)
@@ -217,10 +227,23 @@ func (r *reaper) reapLocked(p *proc) exitStatus {
 			continue
 		}
 		if err != nil {
-			return unknownExit // reaped elsewhere: a broken spawning rule
+			return exitStatus{code: -1, leftovers: leftovers} // reaped elsewhere: a broken spawning rule
 		}
-		return statusOf(ws)
+		st := statusOf(ws)
+		st.leftovers = leftovers
+		return st
 	}
+}
+
+// emptyGroup sends SIGKILL to whatever is left in the run's cgroup, also
+// processes that left its process group: one read of cgroup.procs when
+// nothing is (DRV-15). It reports whether something was.
+func emptyGroup(p *proc) bool {
+	if p.cg == nil {
+		return false
+	}
+	n, _ := p.cg.Signal(unix.SIGKILL)
+	return n > 0
 }
 
 // forgetLocked drops p from the maps and closes its pidfd.
@@ -249,7 +272,11 @@ type spawned struct {
 // spawnMu, not r.mu, is held across the fork, so exits keep being handled
 // while a child starts; only the subreaper sweep, whose wait4(-1) could
 // otherwise reap a child before it is registered, waits for it.
-func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, onExit func(exitStatus)) (spawned, error) {
+//
+// With a cgroup in, the child is placed in it before its first
+// instruction (cgroup.Group.Start); run says it is the cgroup's run, whose
+// end empties the cgroup.
+func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, in *cgroup.Group, run bool, onExit func(exitStatus)) (spawned, error) {
 	pidfd := -1
 	sys := *attr.Sys
 	sys.PidFD = &pidfd
@@ -258,7 +285,17 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, onEx
 
 	r.spawnMu.Lock()
 	defer r.spawnMu.Unlock()
-	pid, err := syscall.ForkExec(argv0, argv, &a)
+	var pid int
+	fork := func() (err error) {
+		pid, err = syscall.ForkExec(argv0, argv, &a)
+		return err
+	}
+	var err error
+	if in != nil {
+		err = in.Start(&sys, fork)
+	} else {
+		err = fork()
+	}
 	if err != nil {
 		return spawned{}, err
 	}
@@ -281,6 +318,9 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, onEx
 		start = 0
 	}
 	p := &proc{pid: pid, pidfd: pidfd, child: true, onExit: onExit}
+	if run {
+		p.cg = in
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refs == 0 {
@@ -298,7 +338,7 @@ var errClosed = errors.New("driver closed")
 
 // adopt watches a process that is not our child: pid, if its start time
 // is procStart. It reports false when pid is gone or is someone else.
-func (r *reaper) adopt(pid int, procStart uint64, onExit func(exitStatus)) (*proc, bool, error) {
+func (r *reaper) adopt(pid int, procStart uint64, cg *cgroup.Group, onExit func(exitStatus)) (*proc, bool, error) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return nil, false, nil
@@ -319,7 +359,7 @@ func (r *reaper) adopt(pid int, procStart uint64, onExit func(exitStatus)) (*pro
 		unix.Close(pidfd)
 		return nil, false, errClosed
 	}
-	p := &proc{pid: pid, pidfd: pidfd, onExit: onExit}
+	p := &proc{pid: pid, pidfd: pidfd, onExit: onExit, cg: cg}
 	if err := epollAdd(r.epfd, pidfd); err != nil {
 		unix.Close(pidfd)
 		return nil, false, err
@@ -454,11 +494,13 @@ func (r *reaper) sweep() {
 			continue // an orphan: reaped, nothing to report
 		}
 		signalPgrp(p.pidfd, p.pid, unix.SIGKILL) // the rest of its group
+		st := statusOf(ws)
+		st.leftovers = emptyGroup(p)
 		r.forgetLocked(p)
 		onExit := p.onExit
 		r.mu.Unlock()
 		if onExit != nil {
-			onExit(statusOf(ws))
+			onExit(st)
 		}
 	}
 }

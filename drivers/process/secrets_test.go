@@ -22,7 +22,7 @@ const secretValue = "pa55-w0rd-of-a-workload"
 
 func sealedDriver(t *testing.T, dir string, sealer drivers.Sealer) *process.Driver {
 	t.Helper()
-	d, err := process.New(process.Options{Dir: dir, Logger: zerolog.Nop(), Sealer: sealer})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Logger: zerolog.Nop(), Sealer: sealer})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -27,6 +27,9 @@ type record struct {
 	HostPorts map[int]int `json:"host_ports,omitempty"`
 	ExitCode  int         `json:"exit_code"`
 	Signal    string      `json:"signal,omitempty"`
+	// Reason is the last exit's reason, when the driver knows better than
+	// the code or signal (an OOM kill, DRV-14).
+	Reason string `json:"reason,omitempty"`
 	// RunToken marks the current or last run: its environment carries it
 	// as ENGENHO_RUN_TOKEN. Launching is saved, with the token, before the
 	// run is spawned and cleared when the run is recorded: a daemon that
@@ -39,6 +42,12 @@ type record struct {
 	// driver's Sealer (SEC-2); on disk, Spec.Env leaves them out. In
 	// memory Spec.Env has them in plaintext for the next start.
 	SealedEnv map[string]string `json:"sealed_env,omitempty"`
+	// Cgroup is the instance's cgroup, relative to each hierarchy's
+	// mount (DRV-12), while it has one; adoption finds its processes
+	// there (DRV-15). OOMKills is the cgroup's OOM counter as of the last
+	// run's end, so the next end tells an OOM kill of its own (DRV-14).
+	Cgroup   string `json:"cgroup,omitempty"`
+	OOMKills uint64 `json:"oom_kills,omitempty"`
 }
 
 const stateFile = "state.json"

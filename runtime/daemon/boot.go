@@ -25,6 +25,7 @@ import (
 	"github.com/engenho/engenho/runtime/lifecycle"
 	"github.com/engenho/engenho/runtime/metrics"
 	"github.com/engenho/engenho/runtime/nodekey"
+	"github.com/engenho/engenho/runtime/usage"
 )
 
 // parts is what the boot phases have built so far; the drain and the
@@ -56,6 +57,9 @@ type runtime struct {
 	draining chan struct{}
 	routes   *edge.Table
 	edge     *edge.Edge
+	// usage samples every running replica's usage (DRV-16); nil when
+	// usage.interval is 0.
+	usage *usage.Sampler
 }
 
 // runPhase runs one boot phase in its own goroutine and posts the outcome.
@@ -193,7 +197,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 			d.log.Warn().Err(err).Msg("cannot become child subreaper; orphaned grandchildren will go to init")
 		}
 		p, err := process.New(process.Options{Dir: d.dir.Root(), Clock: d.clk, Logger: d.log.With().Str("driver", "process").Logger(),
-			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles, Sealer: key})
+			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles, Sealer: key, CgroupRoot: s.Process.CgroupRoot})
 		if err != nil {
 			return fail(fmt.Errorf("process driver: %w", err))
 		}
@@ -274,6 +278,11 @@ func (d *Daemon) startTree() (func(), error) {
 		Extra:       []supervise.ChildSpec{activator.Spec(d.activatorEnv(p, rt, env))},
 	}
 	rt.root = rt.sys.SpawnRoot(supervise.ChildSpec{Name: root.Name, Produce: root.Produce(env, opts, p.desired)})
+	if s.UsageInterval > 0 {
+		rt.usage = usage.New(usage.Options{Clock: d.clk, Interval: s.UsageInterval, Services: func() []messages.ServiceStatus { return rt.board.Services("") },
+			Driver: env.Driver, Log: d.log.With().Str("part", "usage").Logger()})
+		rt.usage.Start()
+	}
 	p.deployer.Attach(func(msg any) {
 		switch m := msg.(type) {
 		case messages.ApplyStack:
@@ -373,6 +382,9 @@ func (d *Daemon) drain(budget time.Duration) {
 		return
 	}
 	close(rt.draining)
+	if rt.usage != nil {
+		rt.usage.Stop()
+	}
 	rt.deployer.Attach(nil)
 	rt.engine.Send(rt.root, messages.Shutdown{})
 	t := d.clk.NewTimer(budget)

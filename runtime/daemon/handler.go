@@ -67,6 +67,7 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 			continue
 		}
 		svc = withPortStats(rt, svc)
+		svc = withUsage(rt, svc)
 		svc.Overrides = rt.deployer.Overrides(svc.Stack, svc.Service)
 		res.Services = append(res.Services, svc)
 	}
@@ -79,6 +80,22 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 		return res, control.Errorf(control.CodeNotFound, "no stack %q", args.Stack)
 	}
 	return res, nil
+}
+
+// withUsage adds each running replica's last usage sample (DRV-16).
+func withUsage(rt *runtime, svc messages.ServiceStatus) messages.ServiceStatus {
+	if rt.usage == nil {
+		return svc
+	}
+	reps := make([]messages.ReplicaStatus, len(svc.Replicas))
+	for i, r := range svc.Replicas {
+		if u, ok := rt.usage.Get(r.Instance); ok && r.Instance != "" {
+			r.Usage = &u
+		}
+		reps[i] = r
+	}
+	svc.Replicas = reps
+	return svc
 }
 
 // withPortStats fills a service's ports with the balancer's live counters

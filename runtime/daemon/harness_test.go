@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 )
@@ -56,6 +57,9 @@ type node struct {
 	launcher []string
 	// flags are more `engenho daemon` flags.
 	flags []string
+	// cgroupRoot is this node's cgroup subtree (DRV-12), so nodes of
+	// tests side by side never share one; cleanup removes it.
+	cgroupRoot string
 }
 
 const baseConfig = `data_dir: data
@@ -67,7 +71,7 @@ stacks: [%s]
 func newNode(t testing.TB, stacks ...string) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{t: t, dir: dir, config: filepath.Join(dir, "engenho.yaml")}
+	n := &node{t: t, dir: dir, config: filepath.Join(dir, "engenho.yaml"), cgroupRoot: drivertest.CgroupRoot("daemon")}
 	n.writeConfig(stacks...)
 	t.Cleanup(n.cleanup)
 	return n
@@ -102,6 +106,7 @@ func (n *node) start(want string) {
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	n.cmd.ExtraFiles = n.inherit
+	n.cmd.Env = append(os.Environ(), "ENGENHO_DRIVERS_PROCESS_CGROUP_ROOT="+n.cgroupRoot)
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
@@ -150,6 +155,9 @@ func (n *node) cleanup() {
 			_ = syscall.Kill(-st.Pid, syscall.SIGKILL)
 			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
 		}
+	}
+	if _, err := drivertest.CleanCgroups(n.cgroupRoot); err != nil {
+		n.t.Errorf("removing the node's cgroups: %v", err)
 	}
 	if n.t.Failed() && n.log != nil {
 		n.t.Logf("daemon log (tail):\n%s", tail(n.log.String(), 60))

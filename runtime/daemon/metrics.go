@@ -11,7 +11,7 @@ import (
 // published snapshots only.
 func (d *Daemon) startMetrics() error {
 	addr := d.settings.MetricsListen
-	d.metrics = metrics.New(metrics.Options{Version: Version, Actors: d.actorNodes, Services: d.serviceStatuses})
+	d.metrics = metrics.New(metrics.Options{Version: Version, Actors: d.actorNodes, Services: d.serviceStatuses, Replicas: d.replicaUsage})
 	if addr == "" {
 		return nil
 	}
@@ -40,6 +40,21 @@ func (d *Daemon) serviceStatuses() []messages.ServiceStatus {
 		return rt.board.Services("")
 	}
 	return nil
+}
+
+// replicaUsage is every sampled replica with its last usage (DRV-16).
+func (d *Daemon) replicaUsage() []messages.ReplicaStatus {
+	rt := d.rt.Load()
+	if rt == nil || rt.usage == nil {
+		return nil
+	}
+	all := rt.usage.All()
+	out := make([]messages.ReplicaStatus, len(all))
+	for i, r := range all {
+		u := r.Usage
+		out[i] = messages.ReplicaStatus{Stack: r.Stack, Service: r.Service, Slot: r.Slot, Instance: r.Instance, Usage: &u}
+	}
+	return out
 }
 
 // countEvent feeds the metrics that events carry.

@@ -34,7 +34,9 @@ type Settings struct {
 
 	Sweep       time.Duration
 	DrainBudget time.Duration
-	StepTimeout time.Duration
+	// UsageInterval is how often replicas' usage is read (0: never).
+	UsageInterval time.Duration
+	StepTimeout   time.Duration
 
 	EventsMaxCount int
 	EventsMaxAge   time.Duration
@@ -51,6 +53,7 @@ type ProcessSettings struct {
 	Enabled     bool
 	LogMaxBytes int64
 	LogFiles    int
+	CgroupRoot  string
 }
 
 // IncusSettings configure the incus driver.
@@ -78,6 +81,7 @@ func DefaultSettings() Settings {
 		Period:             5 * time.Second,
 		Ladder:             ladder.Default(),
 		Sweep:              10 * time.Second,
+		UsageInterval:      5 * time.Second,
 		DrainBudget:        60 * time.Second,
 		StepTimeout:        2 * time.Minute,
 	}
@@ -92,14 +96,14 @@ func SettingsFrom(c *daemonconfig.Config) Settings {
 	}
 	s.ControlGroup, s.ControlIdleTimeout, s.ControlMaxRequest = c.Control.Group, c.Control.IdleTimeout, int(c.Control.MaxRequest)
 	p := c.Drivers.Process
-	s.Process = ProcessSettings{Enabled: p.Enabled, LogMaxBytes: int64(p.LogMaxBytes), LogFiles: p.LogFiles}
+	s.Process = ProcessSettings{Enabled: p.Enabled, LogMaxBytes: int64(p.LogMaxBytes), LogFiles: p.LogFiles, CgroupRoot: p.CgroupRoot}
 	in := c.Drivers.Incus
 	s.Incus = IncusSettings{Enabled: in.Enabled, Socket: in.Socket, Project: in.Project, RemoteURL: in.RemoteURL,
 		ClientCert: in.ClientCert, ClientKey: in.ClientKey, ServerCA: in.ServerCA}
 	s.EdgeListen, s.MetricsListen = c.Edge.Listen, c.Metrics.Listen
 	sup := c.Supervision
 	s.Strategy, s.MaxRestarts, s.Period, s.Ladder = sup.Strategy, sup.MaxRestarts, sup.Period, ladderConfig(sup.Ladder)
-	s.Sweep, s.DrainBudget = c.Sweep.Interval, c.Drain.Budget
+	s.Sweep, s.DrainBudget, s.UsageInterval = c.Sweep.Interval, c.Drain.Budget, c.Usage.Interval
 	if c.Boot.StepTimeout > 0 {
 		s.StepTimeout = c.Boot.StepTimeout
 	}

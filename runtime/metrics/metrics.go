@@ -20,6 +20,9 @@ type Options struct {
 	// Services returns every service's published status, replicas
 	// included.
 	Services func() []messages.ServiceStatus
+	// Replicas returns the running replicas with their last usage sample
+	// (Usage set), for the engenho_replica_* metrics (DRV-16).
+	Replicas func() []messages.ReplicaStatus
 	// Version is reported as engenho_build_info{version}.
 	Version string
 	// NoRuntimeCollectors leaves out the Go runtime and process metrics
@@ -81,7 +84,7 @@ func New(o Options) *Metrics {
 	}
 	build.WithLabelValues(version).Set(1)
 	m.reg.MustRegister(m.journalWrite, m.leaseOps, m.wakes, m.wakeDuration, m.wakeSteps, m.rollouts, build,
-		&snapshots{actors: o.Actors, services: o.Services})
+		&snapshots{actors: o.Actors, services: o.Services, replicas: o.Replicas})
 	if !o.NoRuntimeCollectors {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -340,3 +340,28 @@ func TestDMN19ServeClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// DRV-16: each sampled replica's usage is exported with its stack,
+// service, slot and instance; a replica without a sample has no series.
+func TestDRV16ReplicaUsageMetrics(t *testing.T) {
+	cores := 0.25
+	replicas := func() []messages.ReplicaStatus {
+		return []messages.ReplicaStatus{
+			{Stack: "web", Service: "api", Slot: 1, Instance: "web-api-1-ab12", Usage: &messages.ReplicaUsage{
+				CPUSeconds: 12.5, CPUCores: &cores, MemoryBytes: 64 << 20, MemoryPeakBytes: 80 << 20, Pids: 7}},
+			{Stack: "web", Service: "api", Slot: 2, Instance: "web-api-2-cd34"},
+		}
+	}
+	m := New(Options{Replicas: replicas, NoRuntimeCollectors: true})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	fams := scrape(t, srv.Client(), srv.URL+"/metrics")
+	l := "instance=web-api-1-ab12,service=api,slot=1,stack=web"
+	expect(t, fams, "engenho_replica_cpu_seconds_total", map[string]float64{l: 12.5})
+	expect(t, fams, "engenho_replica_memory_bytes", map[string]float64{l: 64 << 20})
+	expect(t, fams, "engenho_replica_memory_peak_bytes", map[string]float64{l: 80 << 20})
+	expect(t, fams, "engenho_replica_pids", map[string]float64{l: 7})
+	if f := fams["engenho_replica_cpu_seconds_total"]; f == nil || f.GetType() != dto.MetricType_COUNTER {
+		t.Errorf("cpu seconds is not a counter: %v", f)
+	}
+}

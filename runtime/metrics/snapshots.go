@@ -22,16 +22,27 @@ var (
 		"Workload restarts of the service's current replicas.", []string{"stack", "service"}, nil)
 	ladderDesc = prometheus.NewDesc(Namespace+"_ladder_failures",
 		"Consecutive failures charged on a slot's backoff ladder (SUP-10); only slots with history have a series.", []string{"stack", "service", "slot"}, nil)
+
+	replicaLabels = []string{"stack", "service", "slot", "instance"}
+	cpuDesc       = prometheus.NewDesc(Namespace+"_replica_cpu_seconds_total",
+		"CPU time a running replica has used (DRV-16): its cgroup's since its last start after a stop (process), its container's since it started (incus).", replicaLabels, nil)
+	memoryDesc = prometheus.NewDesc(Namespace+"_replica_memory_bytes",
+		"Memory charged to a running replica now, as its limit counts it (page cache included).", replicaLabels, nil)
+	memoryPeakDesc = prometheus.NewDesc(Namespace+"_replica_memory_peak_bytes",
+		"The highest memory a running replica has had, over the same span as its CPU counter.", replicaLabels, nil)
+	pidsDesc = prometheus.NewDesc(Namespace+"_replica_pids",
+		"Processes (and threads, under cgroups) of a running replica.", replicaLabels, nil)
 )
 
 // snapshots turns the daemon's snapshots into gauges at scrape time.
 type snapshots struct {
 	actors   func() []supervise.Node
 	services func() []messages.ServiceStatus
+	replicas func() []messages.ReplicaStatus
 }
 
 func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{actorsDesc, actorRestartsDesc, servicesDesc, replicasDesc, restartsDesc, ladderDesc} {
+	for _, d := range []*prometheus.Desc{actorsDesc, actorRestartsDesc, servicesDesc, replicasDesc, restartsDesc, ladderDesc, cpuDesc, memoryDesc, memoryPeakDesc, pidsDesc} {
 		ch <- d
 	}
 }
@@ -42,6 +53,25 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.services != nil {
 		collectServices(ch, s.services())
+	}
+	if s.replicas != nil {
+		collectUsage(ch, s.replicas())
+	}
+}
+
+// collectUsage reports each running replica's last usage sample. A
+// replica's series end with it: a replacement has another instance.
+func collectUsage(ch chan<- prometheus.Metric, replicas []messages.ReplicaStatus) {
+	for _, r := range replicas {
+		u := r.Usage
+		if u == nil {
+			continue
+		}
+		l := []string{r.Stack, r.Service, strconv.Itoa(r.Slot), r.Instance}
+		ch <- prometheus.MustNewConstMetric(cpuDesc, prometheus.CounterValue, u.CPUSeconds, l...)
+		ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(u.MemoryBytes), l...)
+		ch <- prometheus.MustNewConstMetric(memoryPeakDesc, prometheus.GaugeValue, float64(u.MemoryPeakBytes), l...)
+		ch <- prometheus.MustNewConstMetric(pidsDesc, prometheus.GaugeValue, float64(u.Pids), l...)
 	}
 }
 

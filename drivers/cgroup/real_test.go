@@ -1,0 +1,362 @@
+package cgroup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// These tests make real groups on this machine (root, cgroup v1 hybrid on
+// the test VM; v2 on the unified mount where there is one), below a
+// subtree of their own that they remove.
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// need is drivertest.Need (which imports this package): skip with the
+// reason, or fail when ENGENHO_REQUIRE names the component.
+func need(t *testing.T, component string, ok bool, reason string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	for _, c := range strings.Split(os.Getenv("ENGENHO_REQUIRE"), ",") {
+		if strings.TrimSpace(c) == component {
+			t.Fatalf("%s required by ENGENHO_REQUIRE but unavailable: %s", component, reason)
+		}
+	}
+	t.Skipf("SKIP %s unavailable: %s (ENGENHO_REQUIRE=%s makes this fail)", component, reason, component)
+}
+
+func testHost(t *testing.T, v Version) *Host {
+	t.Helper()
+	need(t, "cgroups", os.Geteuid() == 0, "the tests make cgroups, which needs root")
+	var b [4]byte
+	rand.Read(b[:])
+	root := "engenho-test/cg-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, v2 := parseMountinfo(info)
+	if v == V1 {
+		need(t, "cgroups", len(v1) > 0, "no cgroup v1 hierarchy is mounted")
+	} else {
+		need(t, "cgroups", v2 != "", "no cgroup2 hierarchy is mounted")
+	}
+	h, err := Detect(Options{Root: root, Version: v})
+	if err != nil {
+		t.Fatalf("Detect: %v", err)
+	}
+	t.Cleanup(func() { removeSubtree(t, h) })
+	return h
+}
+
+// removeSubtree removes the test's root in every hierarchy (and its
+// parent engenho-test when that is empty), failing on anything left.
+func removeSubtree(t *testing.T, h *Host) {
+	for _, hy := range h.hs {
+		dir := filepath.Join(hy.mount, h.root)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				t.Errorf("left behind: cgroup %s", filepath.Join(dir, e.Name()))
+				unix.Rmdir(filepath.Join(dir, e.Name()))
+			}
+		}
+		if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+			t.Errorf("rmdir %s: %v", dir, err)
+		}
+		unix.Rmdir(filepath.Dir(dir))
+	}
+}
+
+// child is a process started in a group, its output on a pipe.
+type child struct {
+	pid int
+	out *os.File
+}
+
+func startIn(t *testing.T, g *Group, argv ...string) child {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	attr := &syscall.ProcAttr{Env: []string{"PATH=/usr/bin:/bin"}, Files: []uintptr{0, w.Fd(), w.Fd()}, Sys: sys}
+	var pid int
+	err = g.Start(sys, func() error {
+		var err error
+		pid, err = syscall.ForkExec(argv[0], argv, attr)
+		return err
+	})
+	if err != nil {
+		r.Close()
+		t.Fatalf("Start %v: %v", argv, err)
+	}
+	c := child{pid: pid, out: r}
+	t.Cleanup(func() {
+		unix.Kill(-pid, unix.SIGKILL)
+		unix.Wait4(pid, nil, unix.WNOHANG, nil)
+		r.Close()
+	})
+	return c
+}
+
+func (c child) wait(t *testing.T) (unix.WaitStatus, string) {
+	t.Helper()
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(c.pid, &ws, 0, nil); err != nil {
+		t.Fatalf("wait4: %v", err)
+	}
+	b, _ := io.ReadAll(c.out)
+	return ws, string(b)
+}
+
+func mustCreate(t *testing.T, h *Host, name string, l Limits) *Group {
+	t.Helper()
+	g, err := h.Create(name, l)
+	if err != nil {
+		t.Fatalf("Create %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		g.Drain(ctx, sleepCtx)
+		g.Remove(ctx, sleepCtx)
+	})
+	return g
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// DRV-12: the child is in the group in every hierarchy from its first
+// instruction (cat reads its own /proc/self/cgroup at once), and no
+// thread of ours is left in the group after the start.
+func TestDRV12V1ChildStartsInsideItsGroup(t *testing.T) {
+	h := testHost(t, V1)
+	g := mustCreate(t, h, "first", Limits{})
+	for range 3 { // repeated: the start thread must never be one we keep
+		c := startIn(t, g, "/bin/cat", "/proc/self/cgroup")
+		ws, out := c.wait(t)
+		if ws.ExitStatus() != 0 {
+			t.Fatalf("cat: %v %s", ws, out)
+		}
+		for _, hy := range h.hs {
+			if !memberOf([]byte(out), hy.procsKey, V1, "/"+g.Rel()) {
+				t.Errorf("the child's /proc/self/cgroup does not place it in %s of %s:\n%s", g.Rel(), hy.mount, out)
+			}
+		}
+		ours := ownThreads(t)
+		for _, dir := range g.dirs() {
+			for _, tid := range parsePids([]byte(readFile(t, filepath.Join(dir, "tasks")))) {
+				if slices.Contains(ours, tid) {
+					t.Errorf("thread %d of the test process is in %s", tid, dir)
+				}
+			}
+		}
+	}
+	u, err := g.Usage()
+	if err != nil || u.CPU <= 0 || u.MemoryPeak <= 0 {
+		t.Errorf("usage after three runs: %+v %v (cpu and peak should count them)", u, err)
+	}
+}
+
+func ownThreads(t *testing.T) []int {
+	entries, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// DRV-13, DRV-14: over its memory limit a process is OOM-killed by the
+// kernel inside its group, and the group's counter says so.
+func TestDRV14V1MemoryLimitOOMKillsInsideTheGroup(t *testing.T) {
+	h := testHost(t, V1)
+	limit := int64(16 << 20)
+	g := mustCreate(t, h, "hog", Limits{MemoryBytes: limit})
+	if got := readFile(t, filepath.Join(g.Dir(Memory), "memory.limit_in_bytes")); got != strconv.FormatInt(limit, 10) {
+		t.Errorf("memory.limit_in_bytes = %s", got)
+	}
+	if h.memsw {
+		if got := readFile(t, filepath.Join(g.Dir(Memory), "memory.memsw.limit_in_bytes")); got != strconv.FormatInt(limit, 10) {
+			t.Errorf("memory.memsw.limit_in_bytes = %s", got)
+		}
+	}
+	c := startIn(t, g, "/usr/bin/tail", "/dev/zero") // buffers a line that never ends
+	ws, _ := c.wait(t)
+	if !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+		t.Fatalf("the hog ended with %v, want SIGKILL from the OOM killer", ws)
+	}
+	n, err := g.OOMKills()
+	if err != nil || n < 1 {
+		t.Errorf("OOMKills = %d, %v; want >= 1", n, err)
+	}
+	u, _ := g.Usage()
+	if u.MemoryPeak > limit {
+		t.Errorf("peak %d above the limit %d", u.MemoryPeak, limit)
+	}
+}
+
+// DRV-13: a fork bomb stops at pids.max, and Drain ends it.
+func TestDRV13V1PidsStopsAForkBomb(t *testing.T) {
+	h := testHost(t, V1)
+	g := mustCreate(t, h, "bomb", Limits{Pids: 20, CPUs: 0.2})
+	if got := readFile(t, filepath.Join(g.Dir(CPU), "cpu.cfs_quota_us")); got != "20000" {
+		t.Errorf("cpu.cfs_quota_us = %s", got)
+	}
+	startIn(t, g, "/bin/sh", "-c", "f() { f & f & wait; }; f")
+	deadline := time.Now().Add(10 * time.Second)
+	hitMax := false
+	for time.Now().Before(deadline) && !hitMax {
+		u, err := g.Usage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Pids > 20 {
+			t.Fatalf("pids.current %d passed pids.max 20", u.Pids)
+		}
+		events := readFile(t, filepath.Join(g.Dir(Pids), "pids.events"))
+		hitMax = events != "max 0"
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !hitMax {
+		t.Fatalf("the bomb never reached pids.max (pids.events never moved)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := g.Drain(ctx, sleepCtx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if pids, _ := g.Procs(); len(pids) != 0 {
+		t.Errorf("after Drain: %v", pids)
+	}
+}
+
+// DRV-15: Drain reaches processes that left the process group (setsid),
+// and Remove takes the group away in every hierarchy.
+func TestDRV15V1DrainReachesEscapeesAndRemoveDeletes(t *testing.T) {
+	h := testHost(t, V1)
+	g, err := h.Create("esc", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIn(t, g, "/bin/sh", "-c", "setsid sleep 100 & sleep 100")
+	waitProcs(t, g, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := g.Drain(ctx, sleepCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Remove(ctx, sleepCtx); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range g.dirs() {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there: %v", dir, err)
+		}
+	}
+	if _, ok := h.Open(g.Rel(), Limits{}); ok {
+		t.Errorf("Open finds a removed group")
+	}
+}
+
+// DRV-12: a group left by an earlier run is reused when empty, refused
+// (ErrBusy) while it holds processes.
+func TestDRV12V1CreateReusesAnEmptyGroupOnly(t *testing.T) {
+	h := testHost(t, V1)
+	g := mustCreate(t, h, "again", Limits{MemoryBytes: 32 << 20})
+	startIn(t, g, "/bin/sleep", "100")
+	waitProcs(t, g, 1)
+	if _, err := h.Create("again", Limits{}); !errors.Is(err, ErrBusy) {
+		t.Errorf("Create over a busy group: %v, want ErrBusy", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g.Drain(ctx, sleepCtx)
+	again, err := h.Create("again", Limits{})
+	if err != nil {
+		t.Fatalf("Create over an empty group: %v", err)
+	}
+	if got := readFile(t, filepath.Join(again.Dir(Memory), "memory.limit_in_bytes")); got == strconv.Itoa(32<<20) {
+		t.Errorf("the old limit was kept")
+	}
+}
+
+func waitProcs(t *testing.T, g *Group, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if pids, _ := g.Procs(); len(pids) >= n {
+			return
+		}
+	}
+	t.Fatalf("the group never held %d processes", n)
+}
+
+// DRV-12 on cgroup v2 (the unified hierarchy; on the hybrid test VM it
+// has no controllers, so only placement, cpu time and cgroup.kill are
+// real there, and a limit is refused with the reason).
+func TestDRV12V2PlacementKillAndCPUTime(t *testing.T) {
+	h := testHost(t, V2)
+	if h.Missing(Memory) != nil {
+		if err := h.Check(Limits{MemoryBytes: 64 << 20}); !errors.Is(err, ErrUnavailable) {
+			t.Errorf("a memory limit without the controller: %v", err)
+		} else {
+			t.Logf("DRV-17 as refused here: %v", err)
+		}
+	}
+	g := mustCreate(t, h, "v2", Limits{})
+	c := startIn(t, g, "/bin/cat", "/proc/self/cgroup")
+	if _, out := c.wait(t); !memberOf([]byte(out), "", V2, "/"+g.Rel()) {
+		t.Errorf("the child is not in %s from the start:\n%s", g.Rel(), out)
+	}
+	busy := startIn(t, g, "/bin/sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+	busy.wait(t)
+	if u, err := g.Usage(); err != nil || u.CPU <= 0 {
+		t.Errorf("cpu time from cpu.stat: %+v %v", u, err)
+	}
+	startIn(t, g, "/bin/sh", "-c", "setsid sleep 100 & sleep 100")
+	waitProcs(t, g, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := g.Drain(ctx, sleepCtx); err != nil {
+		t.Fatal(err)
+	}
+	if pids, _ := g.Procs(); len(pids) != 0 {
+		t.Errorf("after Drain: %v", pids)
+	}
+}
