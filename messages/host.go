@@ -217,14 +217,6 @@ type SidecarExited struct {
 	Exit drivers.Exit
 }
 
-// ActivatorSweep is the activator's own timer: time for the sweep
-// (ACT-8, ACT-10).
-type ActivatorSweep struct{}
-
-// ActivatorDrainTimeout is the activator's own timer: the hosts did not
-// all go to sleep within the drain budget (ACT-13).
-type ActivatorDrainTimeout struct{}
-
 // ActivatorOwedDone is the activator's own message: a retry of an owed
 // release of a host without an actor ended; Settled when nothing is owed
 // any more.

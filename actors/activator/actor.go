@@ -2,7 +2,6 @@ package activator
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Name is the activator's name under the root (root.ActivatorName).
@@ -34,11 +34,6 @@ type Journal interface {
 	OweRelease(r messages.OwedRelease) error
 	SettleRelease(host, epoch string) (settled bool, err error)
 	OwedReleases() ([]messages.OwedRelease, error)
-}
-
-// Emitter takes events for the node's event log.
-type Emitter interface {
-	Emit(messages.Event)
 }
 
 // Metrics are optional hooks for the node's metrics (DMN-19).
@@ -64,7 +59,7 @@ type Env struct {
 	Holder   string
 	LeaseTTL time.Duration
 	Journal  Journal
-	Events   Emitter
+	Events   supervise.Emitter
 	Metrics  Metrics
 	// Routes is where hosts publish their edge routes (the node passes the
 	// edge's table); nil publishes nothing.
@@ -107,11 +102,11 @@ func Spec(env Env) supervise.ChildSpec {
 		}
 	}
 	m := &memo{defs: map[string]messages.HostDefinition{}}
+	cfg := Config{Sweep: env.Sweep, Shutdown: env.Shutdown}
 	return supervise.ChildSpec{
 		Name: Name, Restart: supervise.Permanent, Shutdown: env.Shutdown,
 		Produce: func(h *supervise.Handle) actor.Receiver {
-			return &Actor{h: h, env: env, memo: m, hosts: map[string]*entry{}, dues: map[string]time.Time{},
-				orphans: map[string]messages.OwedRelease{}, seen: map[string]bool{}}
+			return &Actor{h: h, env: env, cfg: cfg, memo: m}
 		},
 	}
 }
@@ -152,36 +147,19 @@ func (m *memo) all() map[string]messages.HostDefinition {
 	return out
 }
 
-// entry is what the activator knows of one host actor.
-type entry struct {
-	key     string
-	stack   string
-	service string
-	host    string
-	state   messages.HostState
-	drained bool
-	retired bool
-}
-
-// Actor is the activator.
+// Actor is the activator: the shell around the core (core.go). It feeds
+// the core its messages and performs the effects with supervise.Apply.
 type Actor struct {
-	h    *supervise.Handle
-	env  Env
-	memo *memo
-	kids *supervise.Children
-	cps  *checkpoint.Checkpointer
-
-	hosts    map[string]*entry
-	dues     map[string]time.Time // host -> next due time (ACT-10)
-	orphans  map[string]messages.OwedRelease
-	inFlight map[string]bool
-	seen     map[string]bool
-
-	draining bool
-	sweep    clock.Timer
-	drainT   clock.Timer
-	ctx      context.Context
-	cancel   context.CancelFunc
+	h      *supervise.Handle
+	env    Env
+	cfg    Config
+	memo   *memo
+	kids   *supervise.Children
+	timers *supervise.Timers
+	cps    *checkpoint.Checkpointer
+	s      State
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func (a *Actor) Receive(c *actor.Context) {
@@ -190,30 +168,29 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.start()
 	case actor.Stopped:
 		a.stop()
-	case messages.HostDefinition:
-		a.define(m)
-	case messages.HostRemove:
-		a.remove(m)
-	case messages.HostReport:
-		a.report(m)
-	case messages.ActivatorSweep:
-		a.sweepNow()
-	case messages.ActivatorOwedDone:
-		a.owedDone(m)
-	case messages.ChildExited:
-		a.childExited(m)
-	case messages.Shutdown:
-		a.drain()
-	case messages.ActivatorDrainTimeout:
-		a.drainTimedOut()
+	case messages.Timer:
+		if a.timers.Fresh(m) {
+			a.step(m)
+		}
+	case messages.HostDefinition, messages.HostRemove, messages.HostReport, messages.ActivatorOwedDone,
+		messages.ChildExited, messages.Shutdown:
+		a.step(m)
 	}
+}
+
+// step feeds one event to the core and performs its effects.
+func (a *Actor) step(e Event) {
+	a.s.Children = a.kids.Names()
+	next, fx := Step(a.cfg, a.s, e, a.h.Clock().Now())
+	a.s = next
+	supervise.Apply(a.h, supervise.Shell{Timers: a.timers, Events: a.env.Events, Own: a.perform}, fx)
 }
 
 func (a *Actor) start() {
 	a.h.TrapShutdown()
 	a.kids = a.h.Supervise(supervise.Options{})
+	a.timers = supervise.NewTimers(a.h)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	a.inFlight = map[string]bool{}
 	if a.env.Store != nil {
 		cfg := a.env.Checkpoint
 		cfg.Store, cfg.Prefix, cfg.Clock = a.env.Store, a.env.Prefix, a.h.Clock()
@@ -223,51 +200,67 @@ func (a *Actor) start() {
 		}
 		a.cps = cps
 	}
-	a.load()
-	defs := a.memo.all()
-	keys := make([]string, 0, len(defs))
-	for k := range defs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		a.define(defs[k])
-	}
-	a.armSweep()
-	a.h.SetState("running", "")
+	dues, owed := a.load()
+	a.step(Started{Defs: a.memo.all(), Dues: dues, Owed: owed})
 }
 
 // load reads the due times and owed releases the journal keeps (a local,
 // bounded read at start).
-func (a *Actor) load() {
+func (a *Actor) load() ([]messages.DueTime, []messages.OwedRelease) {
 	if a.env.Journal == nil {
-		return
+		return nil, nil
 	}
-	if dues, err := a.env.Journal.DueTimes(); err == nil {
-		for _, d := range dues {
-			a.dues[d.Host] = d.At
-		}
-	} else {
+	dues, err := a.env.Journal.DueTimes()
+	if err != nil {
 		a.h.Log().Error().Err(err).Msg("reading due times")
 	}
-	if owed, err := a.env.Journal.OwedReleases(); err == nil {
-		for _, o := range owed {
-			a.orphans[o.Host] = o
-		}
-	} else {
+	owed, err := a.env.Journal.OwedReleases()
+	if err != nil {
 		a.h.Log().Error().Err(err).Msg("reading owed releases")
 	}
+	return dues, owed
 }
 
 func (a *Actor) stop() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	if a.sweep != nil {
-		a.sweep.Stop()
+	if a.timers != nil {
+		a.timers.Stop()
 	}
-	if a.drainT != nil {
-		a.drainT.Stop()
+}
+
+// perform carries out the core's own effects.
+func (a *Actor) perform(f step.Effect) {
+	switch f := f.(type) {
+	case Remember:
+		a.memo.set(f.Key, f.Def)
+	case Forget:
+		a.memo.remove(f.Key)
+	case Spawn:
+		a.spawn(f)
+	case Tell:
+		if pid := a.kids.PID(f.Key); pid != nil {
+			a.h.Engine().Send(pid, f.Msg)
+		}
+	case Retire:
+		if pid := a.kids.PID(f.Key); pid != nil {
+			a.h.Engine().Send(pid, messages.HostRetire{})
+		} else {
+			a.kids.Stop(f.Key, nil)
+		}
+	case Kill:
+		a.h.Log().Error().Str("host", f.Host).Str("state", string(f.State)).Msg("host did not sleep within the drain budget; killed")
+		if pid := a.kids.PID(f.Key); pid != nil {
+			a.h.Engine().Stop(pid)
+		}
+	case ReleaseOwed:
+		a.releaseOrphan(f.Owed)
+	case SetState:
+		a.h.SetState(f.State, "")
+	case Conflict:
+		a.h.Log().Error().Str("host", f.Host).Str("stack", f.Stack).Str("service", f.Service).
+			Str("owner", f.Owner).Msg("host already served by another service; definition ignored")
 	}
 }
 
@@ -280,153 +273,16 @@ func (a *Actor) hostEnv() host.Env {
 	}
 }
 
-// define creates or updates a host actor from a definition.
-func (a *Actor) define(d messages.HostDefinition) {
-	key := host.Key(d)
-	for k, e := range a.hosts {
-		if e.stack == d.Stack && e.service == d.Service && k != key && !e.retired {
-			// The service changed host (or stopped hibernating): the old
-			// host sleeps and goes; the new one starts.
-			a.retire(e)
-		}
-	}
-	if e, ok := a.hosts[key]; ok && (e.stack != d.Stack || e.service != d.Service) {
-		a.h.Log().Error().Str("host", e.host).Str("stack", d.Stack).Str("service", d.Service).
-			Str("owner", e.stack+"/"+e.service).Msg("host already served by another service; definition ignored")
-		return
-	}
-	a.memo.set(key, d)
-	if e, ok := a.hosts[key]; ok && !e.retired {
-		if pid := a.kids.PID(key); pid != nil {
-			a.h.Engine().Send(pid, d)
-		}
-		return
-	}
-	if a.kids.Has(key) {
-		return // a retiring incarnation is still ending; started again after it
-	}
-	hostName := ""
-	if d.Definition.Hibernate != nil {
-		hostName = d.Definition.Hibernate.Host
-	}
-	var owed *messages.OwedRelease
-	if o, ok := a.orphans[hostName]; ok && hostName != "" {
-		owed = &o
-		delete(a.orphans, hostName)
-	}
-	memo := a.memo
-	p := host.Params{Key: key, Definition: func() messages.HostDefinition { return memo.get(key) }, Owed: owed}
+// spawn starts a host actor that reads its definition from the memo; a
+// start the supervisor refuses goes back to the core.
+func (a *Actor) spawn(f Spawn) {
+	memo, key := a.memo, f.Key
+	p := host.Params{Key: key, Definition: func() messages.HostDefinition { return memo.get(key) }, Owed: f.Owed}
 	spec := supervise.ChildSpec{Name: key, Restart: supervise.Transient, Shutdown: host.ShutdownBudget, Produce: host.Produce(a.hostEnv(), p)}
 	if err := a.kids.Start(spec); err != nil {
 		a.h.Log().Error().Err(err).Str("host", key).Msg("starting host actor")
-		return
+		a.step(SpawnFailed{Key: key})
 	}
-	a.hosts[key] = &entry{key: key, stack: d.Stack, service: d.Service, host: hostName, state: messages.HostAsleep}
-	// A hibernating worker with no due time runs at its first sight in
-	// this run (ACT-12).
-	if hostName != "" && d.Definition.Standalone() && !a.seen[key] {
-		if _, due := a.dues[hostName]; !due && !d.Stopped {
-			a.h.Engine().Send(a.kids.PID(key), messages.HostWake{Host: hostName, Reason: messages.WakeDeploy})
-		}
-	}
-	a.seen[key] = true
-}
-
-func (a *Actor) remove(m messages.HostRemove) {
-	for _, e := range a.hosts {
-		if e.stack == m.Stack && e.service == m.Service && !e.retired {
-			a.retire(e)
-		}
-	}
-}
-
-func (a *Actor) retire(e *entry) {
-	e.retired = true
-	a.memo.remove(e.key)
-	delete(a.dues, e.host)
-	if pid := a.kids.PID(e.key); pid != nil {
-		a.h.Engine().Send(pid, messages.HostRetire{})
-	} else {
-		a.kids.Stop(e.key, nil)
-	}
-}
-
-func (a *Actor) report(m messages.HostReport) {
-	e, ok := a.hosts[m.Key]
-	if !ok {
-		return
-	}
-	e.state, e.drained = m.State, m.Drained
-	if e.host != "" && !e.retired {
-		if m.Due.IsZero() {
-			delete(a.dues, e.host)
-		} else {
-			a.dues[e.host] = m.Due
-		}
-	}
-	if a.draining {
-		if !m.Drained {
-			// A host that restarted since the drain began hears it again.
-			if pid := a.kids.PID(m.Key); pid != nil && m.State == messages.HostAsleep {
-				a.h.Engine().Send(pid, messages.HostDrain{})
-			}
-		}
-		a.maybeDrained()
-	}
-}
-
-func (a *Actor) childExited(m messages.ChildExited) {
-	e, ok := a.hosts[m.Name]
-	if !ok {
-		return
-	}
-	if a.kids.Has(m.Name) {
-		e.drained = false // being restarted
-		return
-	}
-	delete(a.hosts, m.Name)
-	if def := a.memo.get(m.Name); def.Stack != "" && !a.draining {
-		a.define(def) // redefined while it was retiring
-	}
-	if a.draining {
-		a.maybeDrained()
-	}
-}
-
-func (a *Actor) armSweep() {
-	if a.draining {
-		return
-	}
-	self, eng := a.h.PID(), a.h.Engine()
-	a.sweep = a.h.Clock().AfterFunc(a.env.Sweep, func() { eng.Send(self, messages.ActivatorSweep{}) })
-}
-
-// sweepNow wakes every sleeping host whose due time came (ACT-10), nudges
-// each host to retry what waits (a pending stop, an owed release, ACT-8),
-// and retries the owed releases of hosts without an actor.
-func (a *Actor) sweepNow() {
-	if a.draining {
-		return
-	}
-	now := a.h.Clock().Now()
-	for key, e := range a.hosts {
-		pid := a.kids.PID(key)
-		if pid == nil || e.retired {
-			continue
-		}
-		a.h.Engine().Send(pid, messages.HostSweep{})
-		if at, ok := a.dues[e.host]; ok && e.host != "" && !at.After(now) && e.state == messages.HostAsleep {
-			a.h.Engine().Send(pid, messages.HostWake{Host: e.host, Reason: messages.WakeDue})
-		}
-	}
-	for h, o := range a.orphans {
-		if a.inFlight[h] {
-			continue
-		}
-		a.inFlight[h] = true
-		a.releaseOrphan(o)
-	}
-	a.armSweep()
 }
 
 // releaseOrphan retries, in a goroutine, an owed release of a host that has
@@ -451,72 +307,4 @@ func (a *Actor) releaseOrphan(o messages.OwedRelease) {
 		}
 		eng.Send(self, msg)
 	}()
-}
-
-func (a *Actor) owedDone(m messages.ActivatorOwedDone) {
-	delete(a.inFlight, m.Host)
-	if !m.Settled {
-		return
-	}
-	delete(a.orphans, m.Host)
-	if a.env.Events != nil {
-		a.env.Events.Emit(messages.Event{UnixMs: a.h.Clock().Now().UnixMilli(), Level: messages.LevelInfo,
-			Kind: messages.KindLeaseReleaseSettled, Host: m.Host, Actor: a.h.Path(), Message: "owed lease release settled"})
-	}
-}
-
-// drain: shutdown began (ACT-13). Nothing wakes from now on; every host
-// goes to sleep (final checkpoint, lease release) before the activator
-// ends, within its budget.
-func (a *Actor) drain() {
-	if a.draining {
-		return
-	}
-	a.draining = true
-	a.h.SetState("draining", "")
-	if a.sweep != nil {
-		a.sweep.Stop()
-	}
-	for _, key := range a.kids.Names() {
-		if pid := a.kids.PID(key); pid != nil {
-			a.h.Engine().Send(pid, messages.HostDrain{})
-		}
-	}
-	self, eng := a.h.PID(), a.h.Engine()
-	wait := a.env.Shutdown - 3*time.Second
-	if wait <= 0 {
-		wait = a.env.Shutdown / 2
-	}
-	a.drainT = a.h.Clock().AfterFunc(wait, func() { eng.Send(self, messages.ActivatorDrainTimeout{}) })
-	a.maybeDrained()
-}
-
-func (a *Actor) maybeDrained() {
-	for _, key := range a.kids.Names() {
-		if e, ok := a.hosts[key]; !ok || !e.drained {
-			return // still sleeping, retiring or restarting
-		}
-	}
-	a.exit()
-}
-
-func (a *Actor) exit() {
-	if a.drainT != nil {
-		a.drainT.Stop()
-	}
-	a.h.Exit(messages.ExitShutdown, nil)
-}
-
-// drainTimedOut: some host did not get to sleep in time; it is killed
-// (its lease expires) so the daemon can exit within its budget.
-func (a *Actor) drainTimedOut() {
-	for _, key := range a.kids.Names() {
-		if e, ok := a.hosts[key]; ok && !e.drained {
-			a.h.Log().Error().Str("host", e.host).Str("state", string(e.state)).Msg("host did not sleep within the drain budget; killed")
-			if pid := a.kids.PID(key); pid != nil {
-				a.h.Engine().Stop(pid)
-			}
-		}
-	}
-	a.exit()
 }

@@ -19,7 +19,15 @@
 // survives its own restarts, so a restarted activator rebuilds its hosts
 // without waiting for the next deployment.
 //
+// Its decisions are a pure core on the one Step/Effect contract
+// (messages/step): core.go holds Step(cfg, state, event, now), which
+// returns the next state and the effects (start, tell, retire or kill a
+// host actor, write the memo, retry an owed release, the sweep and drain
+// timers, events, the end). The actor (actor.go) feeds it its messages
+// and performs the effects with supervise.Apply; its timers are
+// supervise.Timers.
+//
 // Layer: actors. Of the actors it imports supervise and its child host,
-// plus the layers below; its ports (Journal, host.Routes, Emitter,
-// Metrics) are filled by runtime/daemon.
+// plus the layers below; its ports (Journal, host.Routes,
+// supervise.Emitter, Metrics) are filled by runtime/daemon.
 package activator

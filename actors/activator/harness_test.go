@@ -299,6 +299,9 @@ type nodeOpts struct {
 	ttl     time.Duration
 	tune    func(*host.Config)
 	bin     string
+	// slowBusy delays the publishing of a route whose host just began an
+	// operation (a host actor descheduled on a loaded machine).
+	slowBusy time.Duration
 }
 
 func newNode(t testing.TB, name string, store objstore.Store, clk clock.Clock, o nodeOpts) *node {
@@ -329,10 +332,14 @@ func newNode(t testing.TB, name string, store objstore.Store, clk clock.Clock, o
 	n.sys = supervise.NewSystem(eng, clk, zerolog.Nop())
 	n.sys.AllowInjectPanic = true // the tests inject panics (CHS-2)
 	n.sys.OnRootExit = func(m messages.ChildExited) { n.exited <- m }
+	var routes host.Routes = n.table
+	if o.slowBusy > 0 {
+		routes = &slowRoutes{Table: n.table, delay: o.slowBusy}
+	}
 	env := Env{
 		Drivers: func(string) (drivers.Driver, bool) { return n.drv, true },
 		Store:   n.cut, Prefix: "engenho", NodeName: name, NodeID: "id-" + name, LeaseTTL: o.ttl,
-		Journal: n.journal, Events: n.events, Routes: n.table, Metrics: n.metrics, HostsDir: filepath.Join(n.dir, "hosts"),
+		Journal: n.journal, Events: n.events, Routes: routes, Metrics: n.metrics, HostsDir: filepath.Join(n.dir, "hosts"),
 		Bin: o.bin, Tune: o.tune, StepTimeout: 30 * time.Second,
 	}
 	n.env, n.table2 = env, edge.NewTable()
@@ -388,6 +395,22 @@ func (n *node) crash() {
 			n.app.die(name)
 		}
 	}
+}
+
+// slowRoutes publishes a route that shows a new operation only after a
+// delay, as a host actor descheduled between starting an operation and
+// publishing it would.
+type slowRoutes struct {
+	*edge.Table
+	delay time.Duration
+	last  sync.Map // host -> the Busy last published
+}
+
+func (r *slowRoutes) SetHost(route host.Route) {
+	if prev, _ := r.last.Swap(route.Host, route.Status.Busy); route.Status.Busy != "" && prev != route.Status.Busy {
+		time.Sleep(r.delay)
+	}
+	r.Table.SetHost(route)
 }
 
 // cutStore is a store a node can lose for good.
@@ -529,9 +552,36 @@ func walkUntil(clk *clock.Fake, total time.Duration, cond func() bool, nodes ...
 			n.keepUp()
 		}
 		clk.Advance(time.Second)
+		for _, n := range nodes {
+			n.settle()
+		}
 		time.Sleep(100 * time.Microsecond)
 	}
 	return cond != nil && cond()
+}
+
+// settle waits until the activator and every host actor of n have handled
+// what was sent to them so far: the timers that fired in Advance sent
+// their messages before it returned, and an operation a timer starts is
+// published as busy in the same step. Without it the walk could run the
+// clock past the operation's timeout (5s for next-due: five steps of the
+// walk) before the host had even published it as busy, when the machine
+// is loaded: TestACT10DueSoonNotPutToSleep then saw a next-due query time
+// out and the host sleep. Each actor's cell answers a Deliver to a path
+// it does not have (DeliverFailed) after everything ahead of it in its
+// mailbox; the activator goes first, because it forwards to the hosts.
+func (n *node) settle() {
+	n.barrier(n.pid)
+	for _, st := range n.table.Hosts() {
+		if r, ok := n.table.Host(st.Host); ok {
+			n.barrier(r.PID)
+		}
+	}
+}
+
+func (n *node) barrier(pid *actor.PID) {
+	// A dead incarnation answers nothing; the timeout only bounds that.
+	_, _ = n.eng.Request(pid, messages.Deliver{Path: "settle"}, time.Second).Result()
 }
 
 // keepUp waits (a little, in real time) while a leased host of n is

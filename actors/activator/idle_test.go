@@ -141,6 +141,29 @@ func TestACT10DueSoonNotPutToSleep(t *testing.T) {
 	}
 }
 
+// ACT-10 on a loaded machine: a host actor slow to publish an operation
+// it started (the next-due query, a lease renewal) still gets its answer;
+// the walk (time passing, as in production) does not run the clock past
+// the operation's timeout before the host has even published it. Without
+// the walk settling the actors after each second (node.settle), this
+// fails every time with the delay below (renewals fall behind and the
+// walk stalls; the next-due query times out and the host sleeps), and
+// TestACT10DueSoonNotPutToSleep failed now and then under load.
+func TestACT10DueSoonSlowHost(t *testing.T) {
+	clk := clock.NewFake(t0)
+	n := newNode(t, "n1", objfake.New(objfake.Options{Seed: 1}), clk, nodeOpts{slowBusy: 5 * time.Millisecond})
+	n.define(hostDef("web", "notes", "notes.localhost"))
+	eventually(t, clk, 0, "asleep", func() bool { return n.state("notes.localhost") == messages.HostAsleep })
+	if code, _, _ := n.get("notes.localhost", "/count"); code != http.StatusOK {
+		t.Fatalf("wake: %d", code)
+	}
+	n.app.ctl.nextDue.Store(t0.Add(20 * time.Minute).Unix())
+	walk(clk, 19*time.Minute, n)
+	if st := n.state("notes.localhost"); st != messages.HostAwake {
+		t.Fatalf("slept with its due time 1m away: %s", st)
+	}
+}
+
 // ACT-11: sidecars start after the instance is healthy; a dead sidecar is
 // restarted on a doubling backoff.
 func TestACT11SidecarRestartBackoff(t *testing.T) {

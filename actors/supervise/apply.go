@@ -59,6 +59,9 @@ func emit(h *Handle, sh Shell, f step.Emit) {
 	ev := sh.Event
 	ev.UnixMs = h.Clock().Now().UnixMilli()
 	ev.Level, ev.Kind, ev.Message, ev.Actor = f.Level, f.Kind, f.Message, h.Path()
+	if f.Host != "" {
+		ev.Host = f.Host
+	}
 	if len(f.Fields) > 0 {
 		ev.Fields = make(map[string]string, len(f.Fields))
 		for k, v := range f.Fields {

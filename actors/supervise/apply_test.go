@@ -116,16 +116,21 @@ func TestApplyOwnEffectsAndEvents(t *testing.T) {
 	h, log := stepperHarness(t)
 	pid := h.rec.pid("s")
 	h.engine.Send(pid, effects{own{what: "first"}, step.Emit{Kind: "x.happened", Level: messages.LevelWarn, Message: "m",
-		Fields: map[string]string{"k": "v"}}, step.Refuse{Reason: "no"}, own{what: "second"}})
+		Fields: map[string]string{"k": "v"}}, step.Refuse{Reason: "no"}, own{what: "second"},
+		step.Emit{Kind: "y.happened", Level: messages.LevelInfo, Message: "about a host", Host: "notes.localhost"}})
 	h.waitFor("own first", "own second", "applied")
 	evs := log.all()
-	if len(evs) != 1 {
-		t.Fatalf("events %+v, want one", evs)
+	if len(evs) != 2 {
+		t.Fatalf("events %+v, want two", evs)
 	}
 	ev := evs[0]
 	if ev.Kind != "x.happened" || ev.Level != messages.LevelWarn || ev.Message != "m" || ev.Stack != "st" ||
-		ev.Fields["k"] != "v" || ev.UnixMs != h.clk.Now().UnixMilli() || ev.Actor == "" {
+		ev.Fields["k"] != "v" || ev.UnixMs != h.clk.Now().UnixMilli() || ev.Actor == "" || ev.Host != "" {
 		t.Fatalf("event %+v", ev)
+	}
+	// Emit.Host names the host an event is about, beside the shell's context.
+	if ev := evs[1]; ev.Kind != "y.happened" || ev.Host != "notes.localhost" || ev.Stack != "st" || ev.Actor == "" {
+		t.Fatalf("event about a host %+v", ev)
 	}
 }
 

@@ -33,13 +33,16 @@ type Cancel struct {
 }
 
 // Emit records an event. The shell stamps the time and what it knows of
-// the actor (stack, service, instance, host, path).
+// the actor (stack, service, instance, host, path). Host, when set, names
+// the host the event is about instead of the actor's own (the activator's
+// events concern many hosts).
 type Emit struct {
 	Is
 	Kind    string
 	Level   messages.Level
 	Message string
 	Fields  map[string]string
+	Host    string
 }
 
 // Refuse says an event was not taken, and why. The state is unchanged.

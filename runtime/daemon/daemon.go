@@ -15,6 +15,7 @@ import (
 	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/datadir"
 	"github.com/engenho/engenho/runtime/journal"
@@ -245,11 +246,11 @@ func (d *Daemon) step(in input) (int, bool) {
 	if in.ev == nil {
 		return 0, false
 	}
-	next, eff, err := lifecycle.Step(d.state, in.ev)
-	if err != nil {
-		d.log.Debug().Err(err).Msg("refused")
+	next, fx := lifecycle.Step(d.state, in.ev)
+	if r := lifecycle.Refusal(d.state, in.ev, fx); r != nil {
+		d.log.Debug().Err(r).Msg("refused")
 		if in.reply != nil {
-			in.reply <- result{state: d.state, err: err}
+			in.reply <- result{state: d.state, err: r}
 		}
 		return 0, false
 	}
@@ -260,7 +261,12 @@ func (d *Daemon) step(in input) (int, bool) {
 		d.log.Error().Err(err).Msg("hold marker")
 	}
 	res := result{state: next}
-	code, done := d.perform(eff, &res)
+	code, done := 0, false
+	for _, eff := range fx {
+		if c, end := d.perform(eff, &res); end {
+			code, done = c, true
+		}
+	}
 	if in.reply != nil {
 		in.reply <- res
 	}
@@ -286,8 +292,9 @@ func (d *Daemon) publish(prev lifecycle.State) {
 	}
 }
 
-// perform carries out one effect; its result comes back as an event.
-func (d *Daemon) perform(eff lifecycle.Effect, res *result) (int, bool) {
+// perform carries out one of the lifecycle's effects; its result comes
+// back as an event.
+func (d *Daemon) perform(eff step.Effect, res *result) (int, bool) {
 	switch e := eff.(type) {
 	case lifecycle.RunPhase:
 		go d.runPhase(e)

@@ -3,9 +3,12 @@ package daemon_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,8 +152,17 @@ func TestDMN14Reinit(t *testing.T) {
 	if ep.Allowed {
 		t.Fatal("reinit allowed while running")
 	}
-	if _, err := c.Reinit(ctx, control.ReinitArgs{What: "journal", Epoch: ep.Epoch}); err == nil {
+	_, err = c.Reinit(ctx, control.ReinitArgs{What: "journal", Epoch: ep.Epoch})
+	if err == nil {
 		t.Fatal("reinit accepted while running")
+	}
+	// DMN-6: the lifecycle's step.Refuse reaches the client as a refused
+	// error naming state, event and reason.
+	var refused *control.Error
+	want := map[string]string{"state": "running", "event": fmt.Sprintf("reinit(journal, epoch %d)", ep.Epoch),
+		"reason": "reinit is allowed only while stopped or failed"}
+	if !errors.As(err, &refused) || refused.Code != control.CodeRefused || !reflect.DeepEqual(refused.Details, want) {
+		t.Fatalf("refusal %#v, want code %s with details %v", err, control.CodeRefused, want)
 	}
 	n.mustCLI("stop")
 	n.waitState("stopped")

@@ -3,14 +3,13 @@ package lifecycle
 import (
 	"fmt"
 	"time"
+
+	"github.com/engenho/engenho/messages/step"
 )
 
-// Effect is the one thing the daemon loop performs after a step. Each result
-// of the effect comes back as an event.
-type Effect interface {
-	fmt.Stringer
-	isEffect()
-}
+// The lifecycle's own effects follow. Step returns at most one of them (or
+// a step.Refuse); the daemon loop performs it, and each result of the
+// effect comes back as an event.
 
 // Exit codes the lifecycle asks for.
 const (
@@ -21,12 +20,10 @@ const (
 	ExitUnreleased = 1
 )
 
-// None: nothing to do.
-type None struct{}
-
 // RunPhase: run boot phase Phase of attempt Attempt, then send PhaseDone or
 // PhaseFailed. A phase that fails cleans up what it itself half did.
 type RunPhase struct {
+	step.Is
 	Phase   Phase
 	Attempt int
 }
@@ -35,46 +32,46 @@ type RunPhase struct {
 // the run live, record the boot attempt as successful. Reload: the config
 // changed during the boot, apply it again as for ApplyConfig.
 type AnnounceRunning struct {
+	step.Is
 	Epoch  uint64
 	Reload bool
 }
 
 // ApplyConfig: re-read the config and apply what can be applied in place
 // (DMN-16).
-type ApplyConfig struct{}
+type ApplyConfig struct{ step.Is }
 
 // StartDrain: stop the tree in reverse order within Budget, checkpoint
 // hosts; then send DrainDone or DrainFailed.
-type StartDrain struct{ Budget time.Duration }
+type StartDrain struct {
+	step.Is
+	Budget time.Duration
+}
 
 // ReleaseJournal: close the journal and mark the run released; then send
 // JournalReleased or JournalReleaseFailed.
-type ReleaseJournal struct{}
+type ReleaseJournal struct{ step.Is }
 
 // ScheduleRetry: after Delay, send BackoffElapsed{Attempt}.
 type ScheduleRetry struct {
+	step.Is
 	Delay   time.Duration
 	Attempt int
 }
 
 // Exit: end the process with Code.
-type Exit struct{ Code int }
+type Exit struct {
+	step.Is
+	Code int
+}
 
 // MoveToAttic: move What aside to DATA/attic/TIMESTAMP (DMN-14), holding
 // the journal's lock through the move. The state does not change.
-type MoveToAttic struct{ What string }
+type MoveToAttic struct {
+	step.Is
+	What string
+}
 
-func (None) isEffect()            {}
-func (RunPhase) isEffect()        {}
-func (AnnounceRunning) isEffect() {}
-func (ApplyConfig) isEffect()     {}
-func (StartDrain) isEffect()      {}
-func (ReleaseJournal) isEffect()  {}
-func (ScheduleRetry) isEffect()   {}
-func (Exit) isEffect()            {}
-func (MoveToAttic) isEffect()     {}
-
-func (None) String() string { return "none" }
 func (e RunPhase) String() string {
 	return fmt.Sprintf("run_phase(%s, attempt %d)", e.Phase, e.Attempt)
 }

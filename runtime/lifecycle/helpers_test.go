@@ -4,7 +4,45 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/engenho/engenho/messages/step"
 )
+
+// effString is the tests' short form of a step's effects: "none", or each
+// effect's String joined by ", ".
+func effString(fx []step.Effect) string {
+	if len(fx) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(fx))
+	for i, f := range fx {
+		parts[i] = fmt.Sprint(f)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// only is a step's one effect, nil for none; more than one fails the test
+// (the loop performs one effect per step, DMN-6).
+func only(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, fx []step.Effect) step.Effect {
+	t.Helper()
+	switch len(fx) {
+	case 0:
+		return nil
+	case 1:
+		return fx[0]
+	}
+	t.Fatalf("%d effects (%s), want at most one", len(fx), effString(fx))
+	return nil
+}
+
+// refused reports whether Step refuses e in s.
+func refused(s State, e Event) bool {
+	_, fx := Step(s, e)
+	return Refusal(s, e, fx) != nil
+}
 
 // label is the test's own short name for a state: name, sub-state, pending
 // target, hold and stale flags. Two states with the same label behave the

@@ -67,10 +67,15 @@ func TestStringForms(t *testing.T) {
 // reason (DMN-6), as an error and as JSON.
 func TestRefusedNamesStateEventReason(t *testing.T) {
 	s := mustStep(t, New(Config{}), HoldPresent{})
-	_, _, err := Step(s, RetryRequested{})
-	var r *Refused
-	if !errors.As(err, &r) {
-		t.Fatalf("got %v", err)
+	next, fx := Step(s, RetryRequested{})
+	r := Refusal(s, RetryRequested{}, fx)
+	if r == nil {
+		t.Fatalf("got %s, %s", next, effString(fx))
+	}
+	var err error = r
+	var as *Refused
+	if !errors.As(err, &as) || as != r {
+		t.Fatalf("the refusal is not a *Refused error: %v", err)
 	}
 	if got, want := err.Error(), "lifecycle: retry refused in stopped: stopped: use start"; got != want {
 		t.Fatalf("error %q, want %q", got, want)
@@ -79,8 +84,8 @@ func TestRefusedNamesStateEventReason(t *testing.T) {
 	if got, want := string(data), `{"state":"stopped","event":"retry","reason":"stopped: use start"}`; got != want {
 		t.Fatalf("json %s, want %s", got, want)
 	}
-	if _, _, err := Step(s, nil); !errors.As(err, &r) || r.Error() != "lifecycle: <nil event> refused in stopped: no event" {
-		t.Fatalf("nil event: %v", err)
+	if _, fx := Step(s, nil); Refusal(s, nil, fx) == nil || Refusal(s, nil, fx).Error() != "lifecycle: <nil event> refused in stopped: no event" {
+		t.Fatalf("nil event: %s", effString(fx))
 	}
 }
 

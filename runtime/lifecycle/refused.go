@@ -3,10 +3,13 @@ package lifecycle
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/engenho/engenho/messages/step"
 )
 
-// Refused is the error of a transition the lifecycle does not take. The
-// state is unchanged.
+// Refused is the answer to a transition the lifecycle does not take: the
+// state (unchanged), the event and the reason of the step.Refuse that Step
+// returned. The daemon loop answers it to the operator as an error.
 type Refused struct {
 	State  State
 	Event  Event
@@ -31,4 +34,15 @@ func eventName(e Event) string {
 		return "<nil event>"
 	}
 	return e.String()
+}
+
+// Refusal returns the refusal among the effects Step returned for event e
+// in state s, as the error the loop answers, or nil when e was taken.
+func Refusal(s State, e Event, fx []step.Effect) *Refused {
+	for _, f := range fx {
+		if r, ok := f.(step.Refuse); ok {
+			return &Refused{State: s, Event: e, Reason: r.Reason}
+		}
+	}
+	return nil
 }

@@ -2,11 +2,15 @@ package lifecycle
 
 import (
 	"fmt"
+
+	"github.com/engenho/engenho/messages/step"
 )
 
-// Step applies event e to state s. It returns the next state and the one
-// effect the loop must perform, or s unchanged, None and a *Refused.
-func Step(s State, e Event) (State, Effect, error) {
+// Step applies event e to state s. It returns the next state and the
+// effects the loop must perform: none or one of the lifecycle's own. A
+// refused event returns s unchanged and one step.Refuse with the reason
+// (Refusal turns it into the answer the operator gets).
+func Step(s State, e Event) (State, []step.Effect) {
 	if e == nil {
 		return refuse(s, e, "no event")
 	}
@@ -31,29 +35,29 @@ func Step(s State, e Event) (State, Effect, error) {
 	return refuse(s, e, fmt.Sprintf("unknown state %q", s.Name))
 }
 
-func refuse(s State, e Event, reason string) (State, Effect, error) {
-	return s, None{}, &Refused{State: s, Event: e, Reason: reason}
+func refuse(s State, _ Event, reason string) (State, []step.Effect) {
+	return s, []step.Effect{step.Refuse{Reason: reason}}
 }
 
 // doesNotApply is the reason for an event that has no meaning in s.
-func doesNotApply(s State, e Event) (State, Effect, error) {
+func doesNotApply(s State, e Event) (State, []step.Effect) {
 	return refuse(s, e, fmt.Sprintf("%s does not apply while %s", e, s.Name))
 }
 
-func stepResolving(s State, e Event) (State, Effect, error) {
+func stepResolving(s State, e Event) (State, []step.Effect) {
 	switch e.(type) {
 	case BootRequested:
 		return accept(boot(s))
 	case HoldPresent:
 		s.Name, s.Hold = Stopped, true
-		return s, None{}, nil
+		return s, nil
 	case ExitRequested:
 		return accept(land(s, TargetExit))
 	}
 	return refuse(s, e, "the daemon has not decided whether to boot yet")
 }
 
-func stepBooting(s State, e Event) (State, Effect, error) {
+func stepBooting(s State, e Event) (State, []step.Effect) {
 	switch e := e.(type) {
 	case PhaseDone:
 		if e.Phase != s.Phase {
@@ -76,14 +80,14 @@ func stepBooting(s State, e Event) (State, Effect, error) {
 		}
 		s = setThen(s, TargetNone)
 		s.Hold = false
-		return s, None{}, nil
+		return s, nil
 	case RestartRequested:
 		return pendRestart(s, e)
 	case ExitRequested:
 		return pendExit(s, e)
 	case ConfigChanged, ReconfigureRequested:
 		s.ConfigStale = true
-		return s, None{}, nil
+		return s, nil
 	case RootGaveUp:
 		if !treeExists(s.Phase) {
 			return refuse(s, e, fmt.Sprintf("no supervision tree during %s", s.Phase))
@@ -93,7 +97,7 @@ func stepBooting(s State, e Event) (State, Effect, error) {
 			s = setThen(s, TargetFailed)
 			s.Retry = retryFor(CauseSupervision)
 		}
-		return s, None{}, nil
+		return s, nil
 	case RetryRequested:
 		return refuse(s, e, "booting: retry applies to a failed boot")
 	}
@@ -102,7 +106,7 @@ func stepBooting(s State, e Event) (State, Effect, error) {
 
 // phaseDone ends the current phase: the next phase, running, or the pending
 // interruption.
-func phaseDone(s State) (State, Effect) {
+func phaseDone(s State) (State, step.Effect) {
 	if s.Then != TargetNone {
 		return abortBoot(s)
 	}
@@ -121,7 +125,7 @@ func phaseDone(s State) (State, Effect) {
 
 // phaseFailed records the failure and aborts the boot. A pending stop,
 // restart or exit wins over landing in failed.
-func phaseFailed(s State, e PhaseFailed) (State, Effect) {
+func phaseFailed(s State, e PhaseFailed) (State, step.Effect) {
 	s.LastError = &Failure{Phase: e.Phase, Class: e.Class, Reasons: []string{e.Reason}}
 	if s.Then == TargetNone || s.Then == TargetFailed {
 		s = setThen(s, TargetFailed)
@@ -132,14 +136,14 @@ func phaseFailed(s State, e PhaseFailed) (State, Effect) {
 
 // abortBoot leaves booting at a phase boundary towards s.Then: straight
 // there if nothing was opened yet, through a drain otherwise.
-func abortBoot(s State) (State, Effect) {
+func abortBoot(s State) (State, step.Effect) {
 	if opensSomething(s.Phase) {
 		return drain(s, s.Then)
 	}
 	return land(s, s.Then)
 }
 
-func stepRunning(s State, e Event) (State, Effect, error) {
+func stepRunning(s State, e Event) (State, []step.Effect) {
 	switch e := e.(type) {
 	case StopRequested:
 		s.Hold = e.Hold
@@ -149,7 +153,7 @@ func stepRunning(s State, e Event) (State, Effect, error) {
 	case ExitRequested:
 		return accept(drain(s, TargetExit))
 	case ConfigChanged, ReconfigureRequested:
-		return s, ApplyConfig{}, nil
+		return s, []step.Effect{ApplyConfig{}}
 	case RootGaveUp:
 		s.LastError = &Failure{Class: CauseSupervision, Reasons: e.Chain}
 		s.Retry = retryFor(CauseSupervision)
@@ -164,14 +168,14 @@ func stepRunning(s State, e Event) (State, Effect, error) {
 	return doesNotApply(s, e)
 }
 
-func stepDraining(s State, e Event) (State, Effect, error) {
+func stepDraining(s State, e Event) (State, []step.Effect) {
 	switch e := e.(type) {
 	case DrainDone:
 		if s.DrainStep != DrainTree {
 			return refuse(s, e, "the tree is already stopped; releasing the journal")
 		}
 		s.DrainStep = DrainJournal
-		return s, ReleaseJournal{}, nil
+		return s, []step.Effect{ReleaseJournal{}}
 	case DrainFailed:
 		if s.DrainStep != DrainTree {
 			return refuse(s, e, "the tree is already stopped; releasing the journal")
@@ -194,7 +198,7 @@ func stepDraining(s State, e Event) (State, Effect, error) {
 		case TargetStopped, TargetFailed:
 			s = setThen(s, TargetBoot)
 			s.Hold = false
-			return s, None{}, nil
+			return s, nil
 		case TargetBoot:
 			return refuse(s, e, "already restarting")
 		}
@@ -206,7 +210,7 @@ func stepDraining(s State, e Event) (State, Effect, error) {
 			return refuse(s, e, "draining: retry applies to a failed boot")
 		}
 		s = setThen(s, TargetBoot)
-		return s, None{}, nil
+		return s, nil
 	case ExitRequested:
 		return pendExit(s, e)
 	case ConfigChanged, ReconfigureRequested:
@@ -214,7 +218,7 @@ func stepDraining(s State, e Event) (State, Effect, error) {
 			return refuse(s, e, "draining: the next boot reads the config")
 		}
 		s.ConfigStale = true
-		return s, None{}, nil
+		return s, nil
 	case RootGaveUp:
 		return refuse(s, e, "draining: the tree is being stopped")
 	}
@@ -224,7 +228,7 @@ func stepDraining(s State, e Event) (State, Effect, error) {
 // wedge records a failed drain step. A drain towards exit still exits
 // (with ExitUnreleased: the next start sees a crash and adopts); any other
 // drain stops in wedged, where retry resumes the failed step.
-func wedge(s State, class CauseClass, reason string) (State, Effect) {
+func wedge(s State, class CauseClass, reason string) (State, step.Effect) {
 	s.LastError = &Failure{Class: class, Reasons: []string{reason}}
 	if s.Then == TargetExit {
 		s = clearTransient(s)
@@ -232,10 +236,10 @@ func wedge(s State, class CauseClass, reason string) (State, Effect) {
 		return s, Exit{Code: ExitUnreleased}
 	}
 	s.Name = Wedged
-	return s, None{}
+	return s, nil
 }
 
-func stepStopped(s State, e Event) (State, Effect, error) {
+func stepStopped(s State, e Event) (State, []step.Effect) {
 	switch e := e.(type) {
 	case StartRequested, RestartRequested:
 		s.Hold = false
@@ -245,13 +249,13 @@ func stepStopped(s State, e Event) (State, Effect, error) {
 			return refuse(s, e, "already stopped")
 		}
 		s.Hold = true
-		return s, None{}, nil
+		return s, nil
 	case ExitRequested:
 		return accept(land(s, TargetExit))
 	case ReinitRequested:
 		return reinit(s, e)
 	case ReinitDone:
-		return s, None{}, nil
+		return s, nil
 	case RetryRequested:
 		return refuse(s, e, "stopped: use start")
 	case ConfigChanged, ReconfigureRequested:
@@ -260,7 +264,7 @@ func stepStopped(s State, e Event) (State, Effect, error) {
 	return doesNotApply(s, e)
 }
 
-func stepFailed(s State, e Event) (State, Effect, error) {
+func stepFailed(s State, e Event) (State, []step.Effect) {
 	switch e := e.(type) {
 	case BackoffElapsed:
 		if s.Retry != RetryBackoff {
@@ -286,58 +290,58 @@ func stepFailed(s State, e Event) (State, Effect, error) {
 	return doesNotApply(s, e)
 }
 
-func stepWedged(s State, e Event) (State, Effect, error) {
+func stepWedged(s State, e Event) (State, []step.Effect) {
 	switch e.(type) {
 	case RetryRequested:
 		s.Name = Draining
 		if s.DrainStep == DrainTree {
-			return s, StartDrain{Budget: s.Config.DrainBudget}, nil
+			return s, []step.Effect{StartDrain{Budget: s.Config.DrainBudget}}
 		}
-		return s, ReleaseJournal{}, nil
+		return s, []step.Effect{ReleaseJournal{}}
 	case ExitRequested:
 		s = clearTransient(s)
 		s.Name = Exiting
-		return s, Exit{Code: ExitUnreleased}, nil
+		return s, []step.Effect{Exit{Code: ExitUnreleased}}
 	}
 	return refuse(s, e, "wedged: the journal could not be released; retry or exit")
 }
 
 // reinit checks a reinit against the stop epoch (DMN-14).
-func reinit(s State, e ReinitRequested) (State, Effect, error) {
+func reinit(s State, e ReinitRequested) (State, []step.Effect) {
 	if e.Epoch != s.Epoch {
 		return refuse(s, e, fmt.Sprintf("the runtime ran since (epoch %d, now %d)", e.Epoch, s.Epoch))
 	}
-	return s, MoveToAttic{What: e.What}, nil
+	return s, []step.Effect{MoveToAttic{What: e.What}}
 }
 
 // pendStop makes booting or draining head for stopped.
-func pendStop(s State, e StopRequested) (State, Effect, error) {
+func pendStop(s State, e StopRequested) (State, []step.Effect) {
 	if s.Then == TargetExit {
 		return refuse(s, e, "the daemon is exiting")
 	}
 	s = setThen(s, TargetStopped)
 	s.Hold = s.Hold || e.Hold
-	return s, None{}, nil
+	return s, nil
 }
 
 // pendRestart makes booting or draining head for a new boot.
-func pendRestart(s State, e RestartRequested) (State, Effect, error) {
+func pendRestart(s State, e RestartRequested) (State, []step.Effect) {
 	if s.Then == TargetExit {
 		return refuse(s, e, "the daemon is exiting")
 	}
 	s = setThen(s, TargetBoot)
 	s.Hold = false
-	return s, None{}, nil
+	return s, nil
 }
 
 // pendExit makes booting or draining head for exit; the hold is kept, so a
 // relaunch honours a stop --hold given before.
-func pendExit(s State, e ExitRequested) (State, Effect, error) {
+func pendExit(s State, e ExitRequested) (State, []step.Effect) {
 	if s.Then == TargetExit {
 		return refuse(s, e, "already exiting")
 	}
 	s = setThen(s, TargetExit)
-	return s, None{}, nil
+	return s, nil
 }
 
 // setThen sets the pending target. Retry only describes a pending failure;
@@ -362,7 +366,7 @@ func clearTransient(s State) State {
 }
 
 // drain enters draining towards t.
-func drain(s State, t Target) (State, Effect) {
+func drain(s State, t Target) (State, step.Effect) {
 	stale := s.ConfigStale
 	retry := s.Retry
 	s = clearTransient(s)
@@ -374,7 +378,7 @@ func drain(s State, t Target) (State, Effect) {
 }
 
 // boot enters booting at the first phase, a new attempt.
-func boot(s State) (State, Effect) {
+func boot(s State) (State, step.Effect) {
 	s = clearTransient(s)
 	s.Name, s.Phase = Booting, Phases[0]
 	s.Attempt++
@@ -382,7 +386,7 @@ func boot(s State) (State, Effect) {
 }
 
 // land enters target t after an interrupted boot or a finished drain.
-func land(s State, t Target) (State, Effect) {
+func land(s State, t Target) (State, step.Effect) {
 	switch t {
 	case TargetBoot:
 		return boot(s)
@@ -395,12 +399,12 @@ func land(s State, t Target) (State, Effect) {
 	}
 	s = clearTransient(s)
 	s.Name = Stopped
-	return s, None{}
+	return s, nil
 }
 
 // fail enters failed with the pending retry mode. If the config changed
 // while the failed boot read it, the boot is tried again at once (DMN-16).
-func fail(s State) (State, Effect) {
+func fail(s State) (State, step.Effect) {
 	s.Failures++
 	retry, stale := s.Retry, s.ConfigStale
 	if retry == "" {
@@ -412,11 +416,17 @@ func fail(s State) (State, Effect) {
 	s = clearTransient(s)
 	s.Name, s.Retry = Failed, retry
 	if retry == RetryHold {
-		return s, None{}
+		return s, nil
 	}
 	s.RetryDelay = s.Config.backoff(s.Failures)
 	return s, ScheduleRetry{Delay: s.RetryDelay, Attempt: s.Attempt}
 }
 
-// accept wraps a (state, effect) pair as an accepted step.
-func accept(s State, eff Effect) (State, Effect, error) { return s, eff, nil }
+// accept wraps a (state, effect) pair as an accepted step; a nil effect
+// is none.
+func accept(s State, eff step.Effect) (State, []step.Effect) {
+	if eff == nil {
+		return s, nil
+	}
+	return s, []step.Effect{eff}
+}

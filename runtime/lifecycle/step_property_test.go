@@ -1,11 +1,11 @@
 package lifecycle
 
 import (
-	"errors"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/messages/step"
 	"pgregory.net/rapid"
 )
 
@@ -81,9 +81,9 @@ func entering(prev, next State, name StateName) bool {
 	return next.Name == name && prev.Name != name
 }
 
-// checkEffect checks that eff is legal for the step prev -> next, and that
-// each state's entry comes with its effect.
-func checkEffect(t *rapid.T, prev, next State, e Event, eff Effect) {
+// checkEffect checks that eff (nil: none) is legal for the step prev ->
+// next, and that each state's entry comes with its effect.
+func checkEffect(t *rapid.T, prev, next State, e Event, eff step.Effect) {
 	t.Helper()
 	fail := func(why string) { t.Fatalf("%s --%s--> %s with %s: %s", prev, e, next, eff, why) }
 	switch eff := eff.(type) {
@@ -131,7 +131,7 @@ func checkEffect(t *rapid.T, prev, next State, e Event, eff Effect) {
 		if !reflect.DeepEqual(prev, next) || (prev.Name != Stopped && prev.Name != Failed) {
 			fail("move_to_attic outside stopped/failed or changing state")
 		}
-	case None:
+	case nil:
 		if entering(prev, next, Running) || entering(prev, next, Exiting) || entering(prev, next, Draining) ||
 			(entering(prev, next, Failed) && next.Retry == RetryBackoff) {
 			fail("entered a state without its effect")
@@ -156,23 +156,23 @@ func TestStepProperties(t *testing.T) {
 		steps := rapid.IntRange(1, 300).Draw(t, "steps")
 		for range steps {
 			e := drawEvent(t, s)
-			next, eff, err := Step(s, e)
-			if err != nil {
-				var r *Refused
-				if !errors.As(err, &r) {
-					t.Fatalf("error of type %T", err)
+			next, fx := Step(s, e)
+			if r := Refusal(s, e, fx); r != nil {
+				if r.Reason == "" {
+					t.Fatalf("refused %s without a reason", e)
 				}
 				if !reflect.DeepEqual(next, s) {
 					t.Fatalf("refused %s changed %s to %s", e, s, next)
 				}
-				if _, ok := eff.(None); !ok {
-					t.Fatalf("refused %s returned effect %s", e, eff)
+				if len(fx) != 1 {
+					t.Fatalf("refused %s returned effects %s", e, effString(fx))
 				}
 				if _, isExit := e.(ExitRequested); isExit && s.Name != Exiting && s.Then != TargetExit {
-					t.Fatalf("exit refused in %s: %v", s, err)
+					t.Fatalf("exit refused in %s: %v", s, r)
 				}
 				continue
 			}
+			eff := only(t, fx)
 			if s.Name == Exiting {
 				t.Fatalf("exiting accepted %s", e)
 			}
@@ -186,7 +186,7 @@ func TestStepProperties(t *testing.T) {
 	})
 }
 
-func checkCounters(t *rapid.T, prev, next State, e Event, eff Effect) {
+func checkCounters(t *rapid.T, prev, next State, e Event, eff step.Effect) {
 	t.Helper()
 	wantEpoch := prev.Epoch
 	if entering(prev, next, Running) {
@@ -233,9 +233,9 @@ func TestBackoffLadder(t *testing.T) {
 	s = bootToRunning(t, s)
 	s = mustStep(t, s, RootGaveUp{Chain: []string{"root", "stack web"}})
 	s = mustStep(t, s, DrainDone{})
-	s, eff, err := Step(s, JournalReleased{})
-	if err != nil || eff != (ScheduleRetry{Delay: time.Second, Attempt: s.Attempt}) {
-		t.Fatalf("after a successful boot the ladder restarts at 1s: got %v, %v", eff, err)
+	s, fx := Step(s, JournalReleased{})
+	if eff := only(t, fx); eff != (ScheduleRetry{Delay: time.Second, Attempt: s.Attempt}) {
+		t.Fatalf("after a successful boot the ladder restarts at 1s: got %s", effString(fx))
 	}
 }
 
@@ -244,20 +244,20 @@ func TestBackoffLadder(t *testing.T) {
 // (DMN-7).
 func TestConfigFailureHolds(t *testing.T) {
 	s := mustStep(t, New(Config{}), BootRequested{})
-	s, eff, err := Step(s, PhaseFailed{Phase: PhaseResolveConfig, Class: CauseConfig, Reason: "line 3: unknown key"})
-	if err != nil || s.Name != Failed || s.Retry != RetryHold || eff != (None{}) {
-		t.Fatalf("got %s, %s, %v; want failed/hold, none", s, eff, err)
+	s, fx := Step(s, PhaseFailed{Phase: PhaseResolveConfig, Class: CauseConfig, Reason: "line 3: unknown key"})
+	if s.Name != Failed || s.Retry != RetryHold || len(fx) != 0 {
+		t.Fatalf("got %s, %s; want failed/hold, none", s, effString(fx))
 	}
 	if s.LastError == nil || s.LastError.Error() != "resolve_config: config: line 3: unknown key" {
 		t.Fatalf("last error %v", s.LastError)
 	}
-	if _, _, err := Step(s, BackoffElapsed{Attempt: s.Attempt}); err == nil {
+	if !refused(s, BackoffElapsed{Attempt: s.Attempt}) {
 		t.Fatal("a held failure left on a timer")
 	}
 	for _, e := range []Event{ConfigChanged{}, RetryRequested{}} {
-		next, eff, err := Step(s, e)
-		if err != nil || next.Name != Booting || eff != (RunPhase{Phase: PhaseResolveConfig, Attempt: 2}) {
-			t.Fatalf("%s: got %s, %s, %v", e, next, eff, err)
+		next, fx := Step(s, e)
+		if next.Name != Booting || only(t, fx) != (RunPhase{Phase: PhaseResolveConfig, Attempt: 2}) {
+			t.Fatalf("%s: got %s, %s", e, next, effString(fx))
 		}
 	}
 }
@@ -269,9 +269,9 @@ func TestConfigFailureHolds(t *testing.T) {
 func TestREL5CorruptJournalHolds(t *testing.T) {
 	s := mustStep(t, mustStep(t, New(Config{}), BootRequested{}), PhaseDone{Phase: PhaseResolveConfig})
 	why := "the journal is damaged: journal /var/lib/engenho/journal/000002.sst: table is damaged; run `engenho reinit journal`"
-	s, eff, err := Step(s, PhaseFailed{Phase: PhaseOpenJournal, Class: CauseCorrupt, Reason: why})
-	if err != nil || eff != (StartDrain{Budget: 60 * time.Second}) {
-		t.Fatalf("got %s, %s, %v; want a drain of what the boot opened", s, eff, err)
+	s, fx := Step(s, PhaseFailed{Phase: PhaseOpenJournal, Class: CauseCorrupt, Reason: why})
+	if only(t, fx) != (StartDrain{Budget: 60 * time.Second}) {
+		t.Fatalf("got %s, %s; want a drain of what the boot opened", s, effString(fx))
 	}
 	s = mustStep(t, mustStep(t, s, DrainDone{}), JournalReleased{})
 	if s.Name != Failed || s.Retry != RetryHold || s.RetryDelay != 0 {
@@ -280,25 +280,25 @@ func TestREL5CorruptJournalHolds(t *testing.T) {
 	if s.LastError == nil || s.LastError.Class != CauseCorrupt || s.LastError.Error() != "open_journal: corrupt: "+why {
 		t.Fatalf("last error %v", s.LastError)
 	}
-	if _, _, err := Step(s, BackoffElapsed{Attempt: s.Attempt}); err == nil {
+	if !refused(s, BackoffElapsed{Attempt: s.Attempt}) {
 		t.Fatal("a corrupt journal left on a timer")
 	}
-	if _, eff, err := Step(s, ReinitRequested{What: "journal", Epoch: s.Epoch}); err != nil || eff != (MoveToAttic{What: "journal"}) {
-		t.Fatalf("reinit while held: %s, %v", eff, err)
+	if _, fx := Step(s, ReinitRequested{What: "journal", Epoch: s.Epoch}); only(t, fx) != (MoveToAttic{What: "journal"}) {
+		t.Fatalf("reinit while held: %s", effString(fx))
 	}
 	for _, e := range []Event{ReinitDone{What: "journal"}, RetryRequested{}} {
-		next, eff, err := Step(s, e)
-		if err != nil || next.Name != Booting || eff != (RunPhase{Phase: PhaseResolveConfig, Attempt: s.Attempt + 1}) {
-			t.Fatalf("%s: got %s, %s, %v", e, next, eff, err)
+		next, fx := Step(s, e)
+		if next.Name != Booting || only(t, fx) != (RunPhase{Phase: PhaseResolveConfig, Attempt: s.Attempt + 1}) {
+			t.Fatalf("%s: got %s, %s", e, next, effString(fx))
 		}
 	}
 	boot := mustStep(t, New(Config{}), BootRequested{})
-	if _, _, err := Step(boot, PhaseFailed{Phase: PhaseResolveConfig, Class: CauseCorrupt, Reason: "?"}); err == nil {
+	if !refused(boot, PhaseFailed{Phase: PhaseResolveConfig, Class: CauseCorrupt, Reason: "?"}) {
 		t.Fatal("resolve_config reported the journal damaged")
 	}
 	stopped := State{Name: Stopped, Config: s.Config}
-	if next, eff, err := Step(stopped, ReinitDone{What: "journal"}); err != nil || next.Name != Stopped || eff != (None{}) {
-		t.Fatalf("reinit done while stopped: %s, %s, %v", next, eff, err)
+	if next, fx := Step(stopped, ReinitDone{What: "journal"}); next.Name != Stopped || len(fx) != 0 {
+		t.Fatalf("reinit done while stopped: %s, %s", next, effString(fx))
 	}
 }
 
@@ -321,13 +321,13 @@ func TestRootGaveUpFails(t *testing.T) {
 func TestStopWhileBootingWaitsForPhaseBoundary(t *testing.T) {
 	s := mustStep(t, New(Config{}), BootRequested{})
 	s = mustStep(t, s, PhaseDone{Phase: PhaseResolveConfig})
-	s, eff, err := Step(s, StopRequested{Hold: true})
-	if err != nil || s.Name != Booting || s.Phase != PhaseOpenJournal || !s.Hold || eff != (None{}) {
-		t.Fatalf("stop during a phase: got %s, %s, %v", s, eff, err)
+	s, fx := Step(s, StopRequested{Hold: true})
+	if Refusal(s, StopRequested{Hold: true}, fx) != nil || s.Name != Booting || s.Phase != PhaseOpenJournal || !s.Hold || len(fx) != 0 {
+		t.Fatalf("stop during a phase: got %s, %s", s, effString(fx))
 	}
-	s, eff, _ = Step(s, PhaseDone{Phase: PhaseOpenJournal})
-	if s.Name != Draining || s.Then != TargetStopped || eff != (StartDrain{Budget: 60 * time.Second}) {
-		t.Fatalf("at the boundary: got %s, %s", s, eff)
+	s, fx = Step(s, PhaseDone{Phase: PhaseOpenJournal})
+	if s.Name != Draining || s.Then != TargetStopped || only(t, fx) != (StartDrain{Budget: 60 * time.Second}) {
+		t.Fatalf("at the boundary: got %s, %s", s, effString(fx))
 	}
 	s = mustStep(t, s, DrainDone{})
 	s = mustStep(t, s, JournalReleased{})
@@ -344,21 +344,19 @@ func TestReinitBoundToEpoch(t *testing.T) {
 	seen := s.Epoch
 	s = bootToRunning(t, mustStep(t, s, StartRequested{}))
 	s = mustStep(t, mustStep(t, mustStep(t, s, StopRequested{}), DrainDone{}), JournalReleased{})
-	_, _, err := Step(s, ReinitRequested{What: "journal", Epoch: seen})
-	var r *Refused
-	if !errors.As(err, &r) {
+	if !refused(s, ReinitRequested{What: "journal", Epoch: seen}) {
 		t.Fatalf("reinit with a moved epoch accepted (epoch %d, now %d)", seen, s.Epoch)
 	}
-	if _, eff, err := Step(s, ReinitRequested{What: "journal", Epoch: s.Epoch}); err != nil || eff != (MoveToAttic{What: "journal"}) {
-		t.Fatalf("reinit at the current epoch: %s, %v", eff, err)
+	if _, fx := Step(s, ReinitRequested{What: "journal", Epoch: s.Epoch}); only(t, fx) != (MoveToAttic{What: "journal"}) {
+		t.Fatalf("reinit at the current epoch: %s", effString(fx))
 	}
 }
 
 func mustStep(t *testing.T, s State, e Event) State {
 	t.Helper()
-	next, _, err := Step(s, e)
-	if err != nil {
-		t.Fatalf("%s in %s: %v", e, s, err)
+	next, fx := Step(s, e)
+	if r := Refusal(s, e, fx); r != nil {
+		t.Fatalf("%s in %s: %v", e, s, r)
 	}
 	return next
 }

@@ -1,11 +1,12 @@
 package lifecycle
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/messages/step"
 )
 
 // The samples cover every reachable kind of state (by label); the events
@@ -341,18 +342,21 @@ func TestStepAllPairs(t *testing.T) {
 		for _, e := range sampleEvents() {
 			pairs++
 			key := from + " | " + e.String()
-			next, eff, err := Step(s, e)
+			next, fx := Step(s, e)
 			want, legal := rows[key]
 			if !legal {
-				checkRefused(t, key, s, e, next, eff, err)
+				checkRefused(t, key, s, e, next, fx)
 				continue
 			}
 			used[key] = true
-			if err != nil {
-				t.Errorf("%s: refused (%v), want %s", key, err, want)
+			if r := Refusal(s, e, fx); r != nil {
+				t.Errorf("%s: refused (%v), want %s", key, r, want)
 				continue
 			}
-			if got := label(next) + " | " + eff.String(); got != want {
+			if len(fx) > 1 {
+				t.Errorf("%s: %d effects, the loop performs one", key, len(fx))
+			}
+			if got := label(next) + " | " + effString(fx); got != want {
 				t.Errorf("%s:\n got  %s\n want %s", key, got, want)
 			}
 			if err := validate(next); err != nil {
@@ -368,18 +372,18 @@ func TestStepAllPairs(t *testing.T) {
 	t.Logf("%d states x %d events = %d pairs, %d legal", len(labels), len(sampleEvents()), pairs, len(rows))
 }
 
-func checkRefused(t *testing.T, key string, s State, e Event, next State, eff Effect, err error) {
+func checkRefused(t *testing.T, key string, s State, e Event, next State, fx []step.Effect) {
 	t.Helper()
-	var r *Refused
-	if !errors.As(err, &r) {
-		t.Errorf("%s: accepted as %s | %v, want refused", key, label(next), eff)
+	r := Refusal(s, e, fx)
+	if r == nil {
+		t.Errorf("%s: accepted as %s | %s, want refused", key, label(next), effString(fx))
 		return
 	}
 	if !reflect.DeepEqual(next, s) {
 		t.Errorf("%s: refused but state changed to %s", key, next)
 	}
-	if _, ok := eff.(None); !ok {
-		t.Errorf("%s: refused with effect %s", key, eff)
+	if len(fx) != 1 {
+		t.Errorf("%s: refused with effects %s besides the refusal", key, effString(fx))
 	}
 	if !reflect.DeepEqual(r.State, s) || !reflect.DeepEqual(r.Event, e) || r.Reason == "" {
 		t.Errorf("%s: refusal %+v does not name state, event and reason", key, r)
