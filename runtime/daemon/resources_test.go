@@ -98,12 +98,12 @@ func TestDRV14OOMReasonAndUsageThroughTheDaemon(t *testing.T) {
 	found := false
 	for _, line := range strings.Split(events, "\n") {
 		var ev messages.Event
-		if json.Unmarshal([]byte(line), &ev) == nil && ev.Kind == messages.KindReplicaRestarted && strings.HasPrefix(ev.Message, reason+"; failure ") {
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Kind == messages.KindReplicaFailed && strings.HasPrefix(ev.Message, reason+"; failure ") {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("no replica.restarted event says %q:\n%s", reason, events)
+		t.Errorf("no replica.failed event says %q:\n%s", reason, events)
 	}
 
 	var held messages.ReplicaStatus
