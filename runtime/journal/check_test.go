@@ -72,6 +72,9 @@ func buildFixtures(t testing.TB) {
 		if err := j.Close(); fixtureErr == nil {
 			fixtureErr = err
 		}
+		if tables, _ := filepath.Glob(filepath.Join(healthy, "*.sst")); fixtureErr == nil && len(tables) < 3 {
+			fixtureErr = fmt.Errorf("the healthy fixture has %d tables, the damage cases need 3", len(tables))
+		}
 	})
 	if fixtureErr != nil {
 		t.Fatalf("building fixtures: %v", fixtureErr)

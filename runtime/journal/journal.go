@@ -207,7 +207,13 @@ func badgerOptions(o Options) badger.Options {
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithVerifyValueChecksum(true)
 	if o.small {
-		bo = bo.WithMemTableSize(2 << 20).WithValueLogFileSize(2 << 20).WithBlockCacheSize(1 << 20)
+		bo = bo.WithMemTableSize(2 << 20).WithValueLogFileSize(2 << 20).WithBlockCacheSize(1 << 20).
+			// Tests damage one table among several: keep every flushed
+			// memtable its own L0 table, whatever the compactors' timing
+			// (a compaction on close once merged them all into one).
+			WithCompactL0OnClose(false).
+			WithNumLevelZeroTables(64).
+			WithNumLevelZeroTablesStall(128)
 	}
 	return bo
 }
