@@ -23,6 +23,22 @@ func newDriver(t testing.TB, dir string) *process.Driver {
 	return d
 }
 
+// newDriverIn is a driver under a cgroup root of its own, removed when the
+// test ends (after the driver's own cleanups, which run first).
+func newDriverIn(t testing.TB, dir, root string) *process.Driver {
+	t.Helper()
+	t.Cleanup(func() {
+		if left, err := drivertest.CleanCgroups(root); err != nil {
+			t.Errorf("cgroup root %s: %v (left %v)", root, err, left)
+		}
+	})
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: root, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return d
+}
+
 // DRV-2, DRV-3: the process driver passes the conformance suite.
 func TestConformance(t *testing.T) {
 	d := newDriver(t, t.TempDir())

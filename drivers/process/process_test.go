@@ -332,8 +332,11 @@ func TestExecTimeout(t *testing.T) {
 }
 
 // Two Drivers on different dirs in one process each see their own exits.
+// Each has a cgroup root of its own, as two daemons on one node must
+// (drivers.process.cgroup_root): under one root, the two instances named
+// "same" would share a cgroup, and b's start is refused while a's runs.
 func TestTwoDriversOneProcess(t *testing.T) {
-	a, b := newDriver(t, t.TempDir()), newDriver(t, t.TempDir())
+	a, b := newDriverIn(t, t.TempDir(), cgroupRoot+"-a"), newDriverIn(t, t.TempDir(), cgroupRoot+"-b")
 	defer a.Close()
 	defer b.Close()
 	for i, d := range []*process.Driver{a, b} {
