@@ -41,6 +41,29 @@ func CleanCgroups(root string) ([]string, error) {
 			return nil
 		}
 	}
+	// On cgroup v1 an rmdir can fail EBUSY for a moment after the last task
+	// left (a killed daemon's start thread still exiting, or a group made
+	// after the listing): list and remove again until the deadline.
+	var first []string
+	for tries := 0; ; tries++ {
+		left, err := removeGroups(ctx, h, sleep)
+		if tries == 0 {
+			first = left
+		}
+		left = first
+		if err == nil {
+			if err = h.RemoveRoot(); err == nil {
+				return left, nil
+			}
+			err = fmt.Errorf("cgroup root %s: %w", root, err)
+		}
+		if sleep(ctx, 20*time.Millisecond) != nil {
+			return left, err
+		}
+	}
+}
+
+func removeGroups(ctx context.Context, h *cgroup.Host, sleep func(context.Context, time.Duration) error) ([]string, error) {
 	left := h.Groups()
 	for _, rel := range left {
 		g, ok := h.Open(rel, cgroup.Limits{})
@@ -53,9 +76,6 @@ func CleanCgroups(root string) ([]string, error) {
 		if err := g.Remove(ctx, sleep); err != nil {
 			return left, err
 		}
-	}
-	if err := h.RemoveRoot(); err != nil {
-		return left, fmt.Errorf("cgroup root %s: %w", root, err)
 	}
 	return left, nil
 }
