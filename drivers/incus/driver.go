@@ -367,11 +367,15 @@ func (d *Driver) instancePost(spec drivers.Spec) InstancesPost {
 }
 
 func (d *Driver) writeEntrypoint(ctx context.Context, spec drivers.Spec) error {
-	if err := d.c.MakeDir(ctx, spec.Name, stateDir, 0o755); err != nil {
+	if err := d.withFiles(ctx, spec.Name, func() error {
+		return d.c.MakeDir(ctx, spec.Name, stateDir, 0o755)
+	}); err != nil {
 		return err
 	}
 	script := entrypoint(stateDir, spec.Command, spec.WorkingDir, d.opts.LogMaxBytes)
-	return d.c.WriteFile(ctx, spec.Name, entrypointPath, []byte(script), 0o755)
+	return d.withFiles(ctx, spec.Name, func() error {
+		return d.c.WriteFile(ctx, spec.Name, entrypointPath, []byte(script), 0o755)
+	})
 }
 
 // Start starts the container; a running one is left as it is. While

@@ -72,6 +72,22 @@ func (d *Driver) noteFileError(name string, err error) bool {
 	return true
 }
 
+// withFiles runs call, a write through name's files API, as readFile
+// reads: waiting out a quiet time, and again after incusd failed, up to
+// fileAttempts calls. A new instance can meet incusd's forkfile race too
+// (CI saw "forkfile.sock: no such file" writing an entrypoint).
+func (d *Driver) withFiles(ctx context.Context, name string, call func() error) error {
+	for attempt := 1; ; attempt++ {
+		if !d.waitFiles(ctx, name) {
+			return ctx.Err()
+		}
+		err := call()
+		if !d.noteFileError(name, err) || attempt == fileAttempts {
+			return err
+		}
+	}
+}
+
 // readFile reads path inside name from offset, waiting out a quiet time
 // and trying again after incusd failed, up to fileAttempts reads.
 func (d *Driver) readFile(ctx context.Context, name, path string, offset int64) (FileRange, error) {
