@@ -44,21 +44,20 @@ func CleanCgroups(root string) ([]string, error) {
 	// On cgroup v1 an rmdir can fail EBUSY for a moment after the last task
 	// left (a killed daemon's start thread still exiting, or a group made
 	// after the listing): list and remove again until the deadline.
-	var first []string
+	var found []string // the first listing: what the test left behind
 	for tries := 0; ; tries++ {
 		left, err := removeGroups(ctx, h, sleep)
 		if tries == 0 {
-			first = left
+			found = left
 		}
-		left = first
 		if err == nil {
 			if err = h.RemoveRoot(); err == nil {
-				return left, nil
+				return found, nil
 			}
 			err = fmt.Errorf("cgroup root %s: %w", root, err)
 		}
 		if sleep(ctx, 20*time.Millisecond) != nil {
-			return left, err
+			return found, err
 		}
 	}
 }

@@ -72,9 +72,9 @@ func (d *Driver) noteFileError(name string, err error) bool {
 	return true
 }
 
-// withFiles runs call, a write through name's files API, as readFile
-// reads: waiting out a quiet time, and again after incusd failed, up to
-// fileAttempts calls. A new instance can meet incusd's forkfile race too
+// withFiles runs call, a request to name's files API: it waits out a
+// quiet time, and calls again after incusd failed, up to fileAttempts
+// calls. A new instance can meet incusd's forkfile race too
 // (CI saw "forkfile.sock: no such file" writing an entrypoint).
 func (d *Driver) withFiles(ctx context.Context, name string, call func() error) error {
 	for attempt := 1; ; attempt++ {
@@ -91,13 +91,10 @@ func (d *Driver) withFiles(ctx context.Context, name string, call func() error) 
 // readFile reads path inside name from offset, waiting out a quiet time
 // and trying again after incusd failed, up to fileAttempts reads.
 func (d *Driver) readFile(ctx context.Context, name, path string, offset int64) (FileRange, error) {
-	for attempt := 1; ; attempt++ {
-		if !d.waitFiles(ctx, name) {
-			return FileRange{}, ctx.Err()
-		}
-		fr, err := d.c.ReadFile(ctx, name, path, offset)
-		if !d.noteFileError(name, err) || attempt == fileAttempts {
-			return fr, err
-		}
-	}
+	var fr FileRange
+	err := d.withFiles(ctx, name, func() (err error) {
+		fr, err = d.c.ReadFile(ctx, name, path, offset)
+		return err
+	})
+	return fr, err
 }

@@ -16,11 +16,7 @@ func shSpec(name, script string, labels drivers.Labels) drivers.Spec {
 
 func newDriver(t testing.TB, dir string) *process.Driver {
 	t.Helper()
-	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return d
+	return openDriver(t, dir, cgroupRoot)
 }
 
 // newDriverIn is a driver under a cgroup root of its own, removed when the
@@ -32,6 +28,11 @@ func newDriverIn(t testing.TB, dir, root string) *process.Driver {
 			t.Errorf("cgroup root %s: %v (left %v)", root, err, left)
 		}
 	})
+	return openDriver(t, dir, root)
+}
+
+func openDriver(t testing.TB, dir, root string) *process.Driver {
+	t.Helper()
 	d, err := process.New(process.Options{Dir: dir, CgroupRoot: root, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
