@@ -19,6 +19,7 @@ import (
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/report"
 	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/drivers/objstore/fs"
@@ -166,7 +167,7 @@ func (c *campaign) openPairStore(ctx context.Context, p *hostPair) error {
 func s3Config() s3.Config {
 	return s3.Config{Endpoint: os.Getenv("ENGENHO_S3_ENDPOINT"), Bucket: envOr("ENGENHO_S3_BUCKET", "engenho-test"),
 		Region: envOr("ENGENHO_S3_REGION", "us-east-1"), AccessKey: os.Getenv("ENGENHO_S3_ACCESS_KEY"),
-		SecretKey: s3.Secret(os.Getenv("ENGENHO_S3_SECRET_KEY")), PathStyle: true}
+		SecretKey: drivers.Secret(os.Getenv("ENGENHO_S3_SECRET_KEY")), PathStyle: true}
 }
 
 func envOr(k, def string) string {

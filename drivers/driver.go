@@ -45,6 +45,18 @@ type Driver interface {
 // Labels are the key/value pairs stored with an instance.
 type Labels map[string]string
 
+// Match reports whether l includes every pair of selector. A missing label
+// reads as "", so it matches an empty selector value: incus drops a config
+// key set to "", and every driver answers List the same way.
+func (l Labels) Match(selector Labels) bool {
+	for k, v := range selector {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Label keys engenho stores on every instance (spec SVC-3).
 const (
 	LabelStack      = "engenho.stack"

@@ -42,3 +42,31 @@ func TestOnceWatch(t *testing.T) {
 		t.Fatal("fired after cancel")
 	}
 }
+
+// DRV-1, DRV-2: List's selector matches a subset of the labels; a label that is
+// missing reads as "" (incus drops keys set to ""), so every driver
+// answers the same.
+func TestLabelsMatch(t *testing.T) {
+	l := Labels{"engenho.stack": "web", "tier": "front"}
+	cases := []struct {
+		sel  Labels
+		want bool
+	}{
+		{nil, true},
+		{Labels{}, true},
+		{Labels{"engenho.stack": "web"}, true},
+		{Labels{"engenho.stack": "web", "tier": "front"}, true},
+		{Labels{"engenho.stack": "api"}, false},
+		{Labels{"engenho.stack": "web", "tier": "back"}, false},
+		{Labels{"absent": ""}, true},
+		{Labels{"absent": "x"}, false},
+	}
+	for _, c := range cases {
+		if got := l.Match(c.sel); got != c.want {
+			t.Errorf("%v.Match(%v) = %v, want %v", l, c.sel, got, c.want)
+		}
+	}
+	if !Labels(nil).Match(Labels{"k": ""}) || Labels(nil).Match(Labels{"k": "v"}) {
+		t.Error("nil labels: a missing key reads as \"\"")
+	}
+}

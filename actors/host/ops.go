@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -293,7 +291,7 @@ func restore(ctx context.Context, cps *checkpoint.Checkpointer, l *lease.Lease, 
 // driver (ACT-4); a failure removes the fresh directory, so the next wake
 // is a first boot again.
 func (a *Actor) opSeed(def messages.HostDefinition, drv drivers.Driver, dir string) {
-	inst := stackfile.Instance{Stack: def.Stack, Slot: 1, ID: newID(), Deployment: def.Deployment, Bin: a.env.Bin}
+	inst := stackfile.Instance{Stack: def.Stack, Slot: 1, ID: stackfile.NewInstanceID(), Deployment: def.Deployment, Bin: a.env.Bin}
 	spec := stackfile.SidecarSpec(def.Definition, stackfile.Sidecar{Name: "seed", Command: def.Definition.Hibernate.Seed}, inst)
 	maps.Copy(spec.Env, a.workloadEnv(def))
 	spec.Labels[LabelHost] = a.host()
@@ -342,7 +340,7 @@ func runToEnd(ctx context.Context, drv drivers.Driver, spec drivers.Spec, grace 
 // opStart creates and starts the instance with ENGENHO_DATA_DIR, watches
 // it and reads its address (ACT-4).
 func (a *Actor) opStart(def messages.HostDefinition, drv drivers.Driver, dir string) {
-	inst := stackfile.Instance{Stack: def.Stack, Slot: 1, ID: newID(), Deployment: def.Deployment, Bin: a.env.Bin}
+	inst := stackfile.Instance{Stack: def.Stack, Slot: 1, ID: stackfile.NewInstanceID(), Deployment: def.Deployment, Bin: a.env.Bin}
 	spec := stackfile.InstanceSpec(def.Definition, inst)
 	spec.Labels[drivers.LabelRevision] = def.Revision
 	spec.Labels[LabelHost] = a.host()
@@ -670,10 +668,4 @@ func (a *Actor) afterRelease(m messages.HostOpDone) {
 			a.h.Log().Error().Err(err).Msg("recording an owed release")
 		}
 	}
-}
-
-func newID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

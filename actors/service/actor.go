@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+
 	"github.com/engenho/engenho/actors/replica"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/stackfile"
@@ -420,7 +419,7 @@ func (a *Actor) spawnNew(act Spawn) {
 		}
 		ports[p.Target] = port
 	}
-	r := Replica{ID: newID(), Slot: act.Slot, Revision: act.Target.Revision, Deployment: act.Target.Deployment,
+	r := Replica{ID: stackfile.NewInstanceID(), Slot: act.Slot, Revision: act.Target.Revision, Deployment: act.Target.Deployment,
 		Phase: "creating", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
 	a.spawnReplica(r, def, replica.Params{}, ports)
 }
@@ -593,12 +592,6 @@ func slotCurrent(s State, n int) bool {
 		}
 	}
 	return false
-}
-
-func newID() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // freePort asks the kernel for a free loopback port for an instance.

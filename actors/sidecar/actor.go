@@ -2,14 +2,13 @@ package sidecar
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
@@ -124,7 +123,7 @@ type sidecarExit struct {
 }
 
 func (a *Actor) render() (string, drivers.Spec) {
-	inst := stackfile.Instance{Stack: a.p.Stack, Slot: 1, ID: newID(), Deployment: a.p.Deployment, Bin: a.env.Bin}
+	inst := stackfile.Instance{Stack: a.p.Stack, Slot: 1, ID: stackfile.NewInstanceID(), Deployment: a.p.Deployment, Bin: a.env.Bin}
 	spec := stackfile.SidecarSpec(a.p.Def, a.p.Sidecar, inst)
 	if spec.Env == nil {
 		spec.Env = map[string]string{}
@@ -275,10 +274,4 @@ func Cleanup(ctx context.Context, drv drivers.Driver, labels drivers.Labels, gra
 		errs = append(errs, StopAndDelete(ctx, drv, st.Name, grace))
 	}
 	return errors.Join(errs...)
-}
-
-func newID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

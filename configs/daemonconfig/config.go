@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // DefaultPath is where the daemon looks for its config (DMN-1).
@@ -144,14 +146,14 @@ type FSStore struct {
 // S3Store configures the S3 store (DRV-10). Empty credentials use the AWS
 // default chain.
 type S3Store struct {
-	Endpoint  string `key:"endpoint"`
-	Region    string `key:"region"`
-	Bucket    string `key:"bucket"`
-	PathStyle bool   `key:"path_style"`
-	AccessKey string `key:"access_key"`
-	SecretKey Secret `key:"secret_key"`
+	Endpoint  string         `key:"endpoint"`
+	Region    string         `key:"region"`
+	Bucket    string         `key:"bucket"`
+	PathStyle bool           `key:"path_style"`
+	AccessKey string         `key:"access_key"`
+	SecretKey drivers.Secret `key:"secret_key"`
 	// SessionToken goes with temporary credentials.
-	SessionToken Secret `key:"session_token"`
+	SessionToken drivers.Secret `key:"session_token"`
 	// PartSize is the multipart threshold and part size; 0 = the store's
 	// default (16 MiB).
 	PartSize Size `key:"part_size"`

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/runtime/journal"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {

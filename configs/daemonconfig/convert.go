@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // convert turns the value viper found for l (a default of the Go type, a
@@ -38,7 +40,7 @@ func convert(l leaf, v any, fromEnv bool) (reflect.Value, string) {
 		if !ok {
 			return reflect.Value{}, "want a string"
 		}
-		return reflect.ValueOf(Secret(s)), ""
+		return reflect.ValueOf(drivers.Secret(s)), ""
 	case durationType:
 		d, problem := toDuration(v, show)
 		return reflect.ValueOf(d), problem

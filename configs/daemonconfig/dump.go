@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // Redacted returns a copy of c with every secret replaced by "[redacted]"
@@ -18,7 +20,7 @@ func (c *Config) Redacted() *Config {
 	for _, l := range schema().leaves {
 		if l.secret() {
 			f := l.field(cp)
-			f.Set(reflect.ValueOf(Secret(Secret(f.String()).mask())))
+			f.Set(reflect.ValueOf(drivers.Secret(drivers.Secret(f.String()).Masked())))
 		}
 	}
 	return cp
@@ -75,7 +77,7 @@ func dumpLeaf(l leaf, c *Config) *yaml.Node {
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 	switch l.typ {
 	case secretType:
-		return str(Secret(f.String()).mask())
+		return str(drivers.Secret(f.String()).Masked())
 	case durationType:
 		return plain(formatDuration(time.Duration(f.Int())))
 	case sizeType:

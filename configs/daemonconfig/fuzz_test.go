@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // FuzzLoad (REL-2): the config parser never panics; a rejected file gives
@@ -57,8 +59,8 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		dump := c.String()
-		for _, s := range []Secret{c.Objstore.S3.SecretKey, c.Objstore.S3.SessionToken} {
-			if len(s) > len(redacted) && strings.Contains(dump, s.Reveal()) {
+		for _, s := range []drivers.Secret{c.Objstore.S3.SecretKey, c.Objstore.S3.SessionToken} {
+			if len(s) > len(drivers.Redacted) && strings.Contains(dump, s.Reveal()) {
 				t.Fatalf("String shows a secret:\n%s", dump)
 			}
 		}

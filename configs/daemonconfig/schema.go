@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // Reload says how a change to a key takes effect.
@@ -46,7 +48,7 @@ type section struct {
 }
 
 var (
-	secretType   = reflect.TypeFor[Secret]()
+	secretType   = reflect.TypeFor[drivers.Secret]()
 	sizeType     = reflect.TypeFor[Size]()
 	durationType = reflect.TypeFor[time.Duration]()
 	durationsTyp = reflect.TypeFor[[]time.Duration]()

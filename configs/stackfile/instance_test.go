@@ -120,6 +120,14 @@ func TestNamesSEC3(t *testing.T) {
 			t.Errorf("ValidInstanceID(%q) != %v", id, want)
 		}
 	}
+	seen := map[string]bool{}
+	for range 100 {
+		id := NewInstanceID()
+		if !ValidInstanceID(id) || len(id) != 8 || seen[id] {
+			t.Fatalf("NewInstanceID gave %q (valid %v, seen before %v)", id, ValidInstanceID(id), seen[id])
+		}
+		seen[id] = true
+	}
 }
 
 // A dependency comes before its dependents; ties keep file order.

@@ -1,6 +1,8 @@
 package stackfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"path"
@@ -42,6 +44,15 @@ func ValidInstanceID(id string) bool {
 		}
 	}
 	return true
+}
+
+// NewInstanceID returns a fresh random instance id: 8 lower-case hex
+// digits, a ValidInstanceID. Every actor that creates an instance (a
+// replica, a host, a sidecar) takes its id from here.
+func NewInstanceID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // ValidHost reports whether s is a lower-case DNS name: dot-separated

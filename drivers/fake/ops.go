@@ -422,21 +422,12 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 	defer d.mu.Unlock()
 	var out []drivers.Status
 	for _, in := range d.instances {
-		if matches(in.spec.Labels, selector) {
+		if in.spec.Labels.Match(selector) {
 			out = append(out, in.snapshot())
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-func matches(labels, selector drivers.Labels) bool {
-	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Watch calls fn once when the current run ends; on an instance that is

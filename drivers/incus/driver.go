@@ -730,7 +730,7 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 	var out []drivers.Status
 	for _, in := range list {
 		st := d.status(ctx, in)
-		if matches(st.Labels, selector) {
+		if st.Labels.Match(selector) {
 			out = append(out, st)
 		}
 	}
@@ -759,18 +759,6 @@ func plainWord(v string) bool {
 	}
 	for _, c := range v {
 		if c <= ' ' || c == '"' || c == '\'' || c == '\\' || c >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// matches reports whether labels include selector. incus drops a config
-// key set to "", so a label with an empty value is not stored: a missing
-// label reads as "" and matches an empty selector value.
-func matches(labels, selector drivers.Labels) bool {
-	for k, v := range selector {
-		if labels[k] != v {
 			return false
 		}
 	}

@@ -450,22 +450,13 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 	var out []drivers.Status
 	for _, in := range all {
 		in.mu.Lock()
-		if !in.deleted && matches(in.rec.Spec.Labels, selector) {
+		if !in.deleted && in.rec.Spec.Labels.Match(selector) {
 			out = append(out, in.status())
 		}
 		in.mu.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-func matches(labels, selector drivers.Labels) bool {
-	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Watch calls fn once when the current run ends. On an instance that is

@@ -57,6 +57,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitForOr is waitFor that, when it gives up, says what it saw.
+func waitForOr(t *testing.T, what string, cond func() bool, saw func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s: %s", what, saw())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func readLogs(t *testing.T, d drivers.Driver, name string) string {
 	t.Helper()
 	rc, err := d.Logs(ctxT(t), name, drivers.LogOptions{})

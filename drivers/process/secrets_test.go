@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,10 @@ func TestSecretEnvSealedSEC2(t *testing.T) {
 	recvExit(t, exit, "vault")
 	os.Truncate(filepath.Join(dir, "instances", "vault", "output.log"), 0)
 	mustStart(t, b2, "vault")
-	waitFor(t, "the restarted workload to see its secret", func() bool { return strings.Contains(readLogs(t, b2, "vault"), ok) })
+	waitForOr(t, "the restarted workload to see its secret", func() bool { return strings.Contains(readLogs(t, b2, "vault"), ok) }, func() string {
+		st, err := b2.Inspect(ctxT(t), "vault")
+		return fmt.Sprintf("status %+v %v; logs %q", st, err, readLogs(t, b2, "vault"))
+	})
 	if b, _ := os.ReadFile(state); bytes.Contains(b, []byte(secretValue)) {
 		t.Fatalf("state file after a restart: %s", b)
 	}

@@ -12,19 +12,6 @@ import (
 	"sync"
 )
 
-// DecodeRequest reads one request line (without its newline). It checks the
-// envelope (id, op, args), that the op is known, and decodes and validates
-// the op's args. A failure is an *Error (bad_request or unknown_op) whose
-// message names what is wrong; the returned Request carries the id when it
-// could be read, so the error can be answered to it.
-func DecodeRequest(line []byte) (Request, error) {
-	d, err := decode(line)
-	if err != nil {
-		return d.req, err
-	}
-	return d.req, nil
-}
-
 // decoded is a request ready to run.
 type decoded struct {
 	req  Request

@@ -25,7 +25,7 @@ func (d *Daemon) openStore(s Settings) (objstore.Store, string, func() error, er
 	l := d.log.With().Str("part", "objstore").Logger()
 	cfg := backend.Config{Kind: o.Kind, Prefix: o.Prefix, FS: backend.FSConfig{Dir: o.FS.Dir}, S3: s3.Config{
 		Endpoint: o.S3.Endpoint, Region: o.S3.Region, Bucket: o.S3.Bucket, PathStyle: o.S3.PathStyle,
-		AccessKey: o.S3.AccessKey, SecretKey: s3.Secret(o.S3.SecretKey.Reveal()), SessionToken: s3.Secret(o.S3.SessionToken.Reveal()),
+		AccessKey: o.S3.AccessKey, SecretKey: o.S3.SecretKey, SessionToken: o.S3.SessionToken,
 		PartSize: int64(o.S3.PartSize), MaxAttempts: o.S3.MaxAttempts, Logger: &l,
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -66,7 +66,7 @@ func TestPrintPerfTable(t *testing.T) {
 		noErr(t, err)
 		defer os.RemoveAll(dir)
 	}
-	table, err := MeasurePerf(dir)
+	table, err := measurePerf(dir)
 	noErr(t, err)
 	t.Log("\n" + table.String())
 }

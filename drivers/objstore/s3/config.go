@@ -5,6 +5,8 @@ import (
 	"net/url"
 
 	"github.com/rs/zerolog"
+
+	"github.com/engenho/engenho/drivers"
 )
 
 // Defaults.
@@ -30,9 +32,9 @@ type Config struct {
 	PathStyle bool `mapstructure:"path_style"`
 	// AccessKey and SecretKey, when both set, are static credentials;
 	// both empty means the AWS default chain.
-	AccessKey    string `mapstructure:"access_key"`
-	SecretKey    Secret `mapstructure:"secret_key"`
-	SessionToken Secret `mapstructure:"session_token"`
+	AccessKey    string         `mapstructure:"access_key"`
+	SecretKey    drivers.Secret `mapstructure:"secret_key"`
+	SessionToken drivers.Secret `mapstructure:"session_token"`
 	// PartSize is the multipart threshold and part size; default 16 MiB.
 	PartSize int64 `mapstructure:"part_size"`
 	// MaxAttempts of the SDK standard retryer per call; default 3.

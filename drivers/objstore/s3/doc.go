@@ -10,7 +10,7 @@
 // body or a part fails, so a failed upload never replaces the old object.
 //
 // Credentials never leave the SDK's signer: Config's secret fields are of
-// type Secret, which prints, marshals and logs as "[redacted]", an endpoint
+// type drivers.Secret, which prints, marshals and logs as "[redacted]", an endpoint
 // with user info is refused, and the SDK's own logging carries no headers
 // (SEC-2).
 //

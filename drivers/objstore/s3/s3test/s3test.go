@@ -13,6 +13,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/s3"
@@ -34,7 +35,7 @@ func ConfigFromEnv() (cfg s3.Config, ok bool) {
 		Endpoint:  os.Getenv(EnvEndpoint),
 		Bucket:    os.Getenv(EnvBucket),
 		AccessKey: os.Getenv(EnvAccessKey),
-		SecretKey: s3.Secret(os.Getenv(EnvSecretKey)),
+		SecretKey: drivers.Secret(os.Getenv(EnvSecretKey)),
 		Region:    os.Getenv(EnvRegion),
 		PathStyle: true,
 	}

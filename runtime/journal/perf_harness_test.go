@@ -51,13 +51,13 @@ func (t PerfTable) String() string {
 	return b.String()
 }
 
-// MeasurePerf opens fresh journals under dir (which should be on the disk
+// measurePerf opens fresh journals under dir (which should be on the disk
 // the daemon uses) and measures synced intent writes and event appends,
 // each next to a baseline measured in the same run on the same disk (a raw
 // write+fsync of a file; JSON-encoding the same events and writing them to
 // a file with one fsync per batch), so that the ratio stays meaningful on a
 // busy machine. It uses the wall clock; it asserts nothing, it reports.
-func MeasurePerf(dir string) (PerfTable, error) {
+func measurePerf(dir string) (PerfTable, error) {
 	var t PerfTable
 	steps := []func(string, *PerfTable) error{perfIntents, perfBatched, perfConcurrent, perfEmit}
 	for i, step := range steps {
