@@ -21,6 +21,9 @@ var (
 	ErrMissing = errors.New("missing")
 	// ErrDependency: depends_on names no service, itself, or a cycle.
 	ErrDependency = errors.New("dependency")
+	// ErrWarning: not an error; a Stack's (or ParseError's) Warnings
+	// carry it.
+	ErrWarning = errors.New("warning")
 
 	// ErrDriverMissing: the service's driver is not on this node.
 	ErrDriverMissing = errors.New("driver missing")
@@ -76,6 +79,8 @@ const maxShown = 50
 // ParseError is every problem Parse found, in file order.
 type ParseError struct {
 	Problems []Problem
+	// Warnings are what the file would have loaded with.
+	Warnings []Problem
 	// partial holds the services of a refused file that had no problem,
 	// for ValidateRest.
 	partial *Stack

@@ -15,12 +15,23 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Options change how Parse names the stack.
+// Options change how Parse reads a stack file.
 type Options struct {
 	// Name is the stack name the caller wants (e.g. from `engenho apply
 	// --name`). It is used when the file has no top-level name; when the
 	// file has one, the two must agree.
 	Name string
+	// Env is the environment given at apply time (the CLI's), from which
+	// ${VAR} references and environment keys without a value take their
+	// values; the .env file beside the stack file adds to it (Env wins).
+	// Nil means none: the parser never reads its own process environment.
+	Env map[string]string
+	// Dir is the project directory: where .env and relative env_file,
+	// bind mount and secret paths are looked up. Empty: the stack file's
+	// own directory; "-" disables reading any file (a file given inline).
+	Dir string
+	// Profiles are the active Compose profiles (`apply --profile`).
+	Profiles []string
 }
 
 // Parse reads one stack file. filename names the file in every error
@@ -56,10 +67,12 @@ func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
 	w.resolveName(st, nameNode, filename, opts.Name)
 	w.addChecks(checkStack(st))
 	st.pos = w.pos
+	sortProblems(w.warnings)
 	if len(w.problems) > 0 {
 		sortProblems(w.problems)
-		return nil, &ParseError{Problems: w.problems, partial: cleanServices(st, w.problems)}
+		return nil, &ParseError{Problems: w.problems, Warnings: w.warnings, partial: cleanServices(st, w.problems)}
 	}
+	st.Warnings = w.warnings
 	return st, nil
 }
 

@@ -21,6 +21,11 @@ type Stack struct {
 	// Services maps a service name to its definition.
 	Services map[string]Service `json:"services"`
 
+	// Warnings say what in the file loaded but does not mean what it
+	// means in Compose (a key ignored, a variable not set), in file order.
+	// Not serialised and not part of any revision.
+	Warnings []Problem `json:"-"`
+
 	// pos maps a key path (services.api.deploy.replicas) to where the
 	// file wrote it, so validation errors can name file:line too. Not
 	// serialised: a stack read back from the journal has no positions.

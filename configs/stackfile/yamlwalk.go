@@ -73,6 +73,7 @@ func index(parent string, i int) string { return fmt.Sprintf("%s[%d]", parent, i
 type walker struct {
 	file     string
 	problems []Problem
+	warnings []Problem
 	pos      positions
 	visits   int
 	overrun  bool
@@ -92,6 +93,20 @@ func (w *walker) problem(n *yaml.Node, key string, kind error, format string, ar
 	w.problems = append(w.problems, Problem{
 		File: w.file, Line: line, Column: col, Key: key,
 		Msg: fmt.Sprintf(format, args...), Err: kind,
+	})
+}
+
+// warn records a warning at node n: the file loads, but something in it
+// does not mean what it does elsewhere (a Compose key engenho ignores, a
+// variable that is not set). Kind is ErrWarning unless a finer one fits.
+func (w *walker) warn(n *yaml.Node, key string, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil && n.Line > 0 {
+		line, col = n.Line, n.Column
+	}
+	w.warnings = append(w.warnings, Problem{
+		File: w.file, Line: line, Column: col, Key: key,
+		Msg: fmt.Sprintf(format, args...), Err: ErrWarning,
 	})
 }
 
