@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,11 +18,18 @@ import (
 // follows the rollout slot by slot and exits 1 if it fails.
 func init() {
 	subcommands = append(subcommands, func() *cobra.Command {
-		var dryRun, wait bool
+		var (
+			dryRun, wait bool
+			profiles     []string
+		)
 		cmd := &cobra.Command{
-			Use:   "apply FILE... [--dry-run] [--wait]",
+			Use:   "apply FILE... [--dry-run] [--wait] [--profile NAME]...",
 			Short: "Deploy stack files; --dry-run prints the plan only, --wait follows the rollout",
-			Args:  usageArgs(cobra.MinimumNArgs(1)),
+			Long: `Deploy stack files. Each file's ${VAR} references and environment keys
+without a value take their values from this command's environment, then from
+the .env file beside the stack file; relative env_file paths are read from
+the stack file's directory.`,
+			Args: usageArgs(cobra.MinimumNArgs(1)),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if dryRun && wait {
 					return usageError(fmt.Errorf("--dry-run and --wait do not go together: a dry run starts no rollout"))
@@ -31,12 +39,13 @@ func init() {
 					return failure(err)
 				}
 				return withClient(cmd, func(s *session) error {
-					return runApply(s, control.ApplyArgs{Files: files, DryRun: dryRun, Wait: wait})
+					return runApply(s, control.ApplyArgs{Files: files, DryRun: dryRun, Wait: wait, Env: applyEnvironment(), Profiles: profiles})
 				})
 			},
 		}
 		cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change per service; change nothing")
 		cmd.Flags().BoolVar(&wait, "wait", false, "follow the rollout until converged or failed; exit 1 on failure")
+		cmd.Flags().StringArrayVar(&profiles, "profile", nil, "activate a Compose profile (repeatable)")
 		return cmd
 	})
 }
@@ -51,9 +60,25 @@ func readStackFiles(paths []string) ([]control.ApplyFile, error) {
 		if len(b) == 0 {
 			return nil, fmt.Errorf("stack file %s: empty", p)
 		}
-		files = append(files, control.ApplyFile{Name: p, Content: string(b)})
+		dir, err := filepath.Abs(filepath.Dir(p))
+		if err != nil {
+			return nil, fmt.Errorf("stack file %s: %w", p, err)
+		}
+		files = append(files, control.ApplyFile{Name: p, Content: string(b), Dir: dir})
 	}
 	return files, nil
+}
+
+// applyEnvironment is this command's environment: what a stack file's
+// ${VAR} references take, as Compose takes them from the shell.
+func applyEnvironment() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 func runApply(s *session, args control.ApplyArgs) error {
@@ -166,6 +191,16 @@ func formatPlans(plans []control.StackPlan, dryRun bool) string {
 		}
 		b.WriteString(trimRight(stackfile.FormatPlan(p.Changes)))
 		b.WriteString(formatNotes(p.Notes))
+		b.WriteString(formatWarnings(p.Warnings))
+	}
+	return b.String()
+}
+
+// formatWarnings: one "warning: FILE:LINE: KEY: message" line each.
+func formatWarnings(warnings []string) string {
+	var b strings.Builder
+	for _, w := range warnings {
+		b.WriteString("warning: " + w + "\n")
 	}
 	return b.String()
 }

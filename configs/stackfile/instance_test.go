@@ -16,7 +16,7 @@ func TestInstanceSpecSVC3(t *testing.T) {
 	st := mustParse(t, "shop.yaml", `name: shop
 services:
   api:
-    command: ["${ENGENHO_BIN}", "serve", "--slot=${ENGENHO_SLOT}", "--name=${ENGENHO_INSTANCE}", "${HOME}"]
+    command: ["${ENGENHO_BIN}", "serve", "--slot=${ENGENHO_SLOT}", "--name=${ENGENHO_INSTANCE}", "$${HOME}"]
     args: ["--stack=${ENGENHO_STACK}/${ENGENHO_SERVICE}"]
     env: {A: "1", PW: {value: pw, secret: true}, LITERAL: "${ENGENHO_BIN}"}
     working_dir: /srv

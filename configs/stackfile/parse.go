@@ -26,9 +26,9 @@ type Options struct {
 	// values; the .env file beside the stack file adds to it (Env wins).
 	// Nil means none: the parser never reads its own process environment.
 	Env map[string]string
-	// Dir is the project directory: where .env and relative env_file,
-	// bind mount and secret paths are looked up. Empty: the stack file's
-	// own directory; "-" disables reading any file (a file given inline).
+	// Dir is the project directory: where .env and relative env_file
+	// paths are looked up. Empty: no file is read (a stack given inline,
+	// without a directory); ParseFile sets it to the file's directory.
 	Dir string
 	// Profiles are the active Compose profiles (`apply --profile`).
 	Profiles []string
@@ -53,15 +53,18 @@ func ParseFile(path string) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack file %s: %w", path, err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, Options{Dir: filepath.Dir(path)})
 }
 
 // ParseWith is Parse with options.
 func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
 	w := newWalker(filename)
+	w.applyEnv, w.dir = opts.Env, opts.Dir
+	w.loadDotEnv()
 	st := &Stack{Source: filename, Services: map[string]Service{}}
 	var nameNode *yaml.Node
 	if root := w.document(data); root != nil {
+		w.interpolate(root, "")
 		nameNode = w.stack(root, st)
 	}
 	w.resolveName(st, nameNode, filename, opts.Name)

@@ -43,8 +43,6 @@ func TestParseErrorsSVC1(t *testing.T) {
 		// env
 		{"env scalar", "env: A=b", true, "env", 1, ErrType, "want a map or a list"},
 		{"env value list", "env:\n  A: [1]", true, "env.A", 2, ErrType, "got a list"},
-		{"env null value", "env:\n  A:", true, "env.A", 2, ErrValue, `write A: "" for an empty value`},
-		{"env list no value", "env: [A]", true, "env.A", 1, ErrValue, "write A= for an empty value"},
 		{"env list no name", `env: ["=x"]`, true, "env[0]", 1, ErrValue, "invalid variable name"},
 		{"env list item map", "env: [{A: b}]", true, "env[0]", 1, ErrType, "want NAME=value, got a map"},
 		{"env bad name", "env:\n  1A: x", true, "env.1A", 2, ErrValue, "invalid variable name"},

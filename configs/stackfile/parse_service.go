@@ -5,7 +5,7 @@ import (
 )
 
 var serviceKeys = []string{
-	"command", "args", "image", "env", "working_dir", "user", "ports",
+	"command", "args", "image", "env", "environment", "env_file", "working_dir", "user", "ports",
 	"healthcheck", "depends_on", "deploy", "driver", "hibernate", "sidecars",
 	"stop_grace_period", "x-engenho",
 	// Compose's service-level resource keys (parse_resources.go).
@@ -23,9 +23,12 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 		graceSet  bool
 		secretEnv []keyAt
 		res       resourceKeys
+		envs      envKeys
 	)
 	for _, e := range entries {
 		switch e.key {
+		case "env", "environment", "env_file":
+			envs.read(w, e)
 		case "command":
 			svc.Command = w.command(e.vn, e.path)
 		case "args":
@@ -33,8 +36,6 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 			w.checkArgvVars(e.vn, e.path, svc.Args)
 		case "image":
 			svc.Image, _ = w.str(e.vn, e.path)
-		case "env":
-			svc.Env = w.env(e.vn, e.path)
 		case "working_dir":
 			svc.WorkingDir, _ = w.str(e.vn, e.path)
 		case "user":
@@ -69,6 +70,7 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 			}
 		}
 	}
+	svc.Env = envs.merged()
 	w.mergeResources(&svc, res)
 	if svc.Hibernate != nil && !graceSet {
 		svc.StopGracePeriod = DefaultHibernatedGrace
@@ -194,6 +196,11 @@ func (w *walker) env(n *yaml.Node, path string) Env {
 			w.problem(e.kn, e.path, ErrValue, "%s", envNameProblem(e.key))
 			continue
 		}
+		if r := w.resolve(e.vn, e.path); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!null" {
+			w.at(r, e.path)
+			w.fromEnvironment(env, r, e.path, e.key)
+			continue
+		}
 		if v, ok := w.envValue(e.vn, e.path, e.key); ok {
 			env[e.key] = v
 		}
@@ -221,10 +228,6 @@ func (w *walker) envItem(env Env, item *yaml.Node, itemPath, path string) {
 		return
 	}
 	key := join(path, name)
-	if !hasValue {
-		w.problem(item, key, ErrValue, "no value (engenho does not pass its own environment through); write %s= for an empty value", name)
-		return
-	}
 	if _, dup := env[name]; dup {
 		if at, ok := w.pos[key]; ok {
 			w.problem(item, key, ErrValue, "variable given twice (first at line %d)", at.line)
@@ -234,7 +237,23 @@ func (w *walker) envItem(env Env, item *yaml.Node, itemPath, path string) {
 		return
 	}
 	w.at(item, key)
+	if !hasValue {
+		w.fromEnvironment(env, item, key, name)
+		return
+	}
 	env[name] = Plain(value)
+}
+
+// fromEnvironment gives a variable written without a value the value it
+// has in the apply environment (or .env), as Compose takes it from the
+// shell. Unset there, it is left out of the instance's environment, with
+// a warning: never a silent empty string.
+func (w *walker) fromEnvironment(env Env, n *yaml.Node, key, name string) {
+	if v, ok := w.lookup(name); ok {
+		env[name] = Plain(v)
+		return
+	}
+	w.warn(n, key, "%s has no value here and is not set in the apply environment or .env: left unset", name)
 }
 
 func cutEnv(s string) (name, value string, ok bool) {
@@ -256,9 +275,6 @@ func (w *walker) envValue(n *yaml.Node, path, name string) (EnvValue, bool) {
 	}
 	w.at(r, path)
 	switch {
-	case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!null":
-		w.problem(r, path, ErrValue, "no value (engenho does not pass its own environment through); write %s: \"\" for an empty value", name)
-		return EnvValue{}, false
 	case r.Kind == yaml.ScalarNode:
 		return Plain(r.Value), true
 	case r.Kind != yaml.MappingNode:

@@ -25,7 +25,7 @@ func TestParseEveryKeySVC1(t *testing.T) {
 			func(s *Service) { s.Command = []string{"/bin/app", "-v"} }},
 		{"command with engenho variables", `command: ["${ENGENHO_BIN}", "demo-http", "--slot=${ENGENHO_SLOT}"]`, false,
 			func(s *Service) { s.Command = []string{"${ENGENHO_BIN}", "demo-http", "--slot=${ENGENHO_SLOT}"} }},
-		{"other ${} left for the shell", `command: ["sh", "-c", "echo ${HOME} $1"]`, false,
+		{"$$ leaves ${} for the shell", `command: ["sh", "-c", "echo $${HOME} $1"]`, false,
 			func(s *Service) { s.Command = []string{"sh", "-c", "echo ${HOME} $1"} }},
 		{"args", "args: [--port, 80, true]", true,
 			func(s *Service) { s.Args = []string{"--port", "80", "true"} }},

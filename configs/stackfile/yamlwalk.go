@@ -74,18 +74,28 @@ type walker struct {
 	file     string
 	problems []Problem
 	warnings []Problem
-	pos      positions
-	visits   int
-	overrun  bool
-	merging  map[*yaml.Node]bool
+	// applyEnv and dotEnv are the interpolation sources (Options.Env, the
+	// .env file); dir is the project directory, "" when files may not be
+	// read.
+	applyEnv, dotEnv map[string]string
+	dir              string
+	// uninterpolated are the scalars whose interpolation failed.
+	uninterpolated map[*yaml.Node]bool
+	pos            positions
+	visits         int
+	overrun        bool
+	merging        map[*yaml.Node]bool
 }
 
 func newWalker(file string) *walker {
-	return &walker{file: file, pos: positions{}, merging: map[*yaml.Node]bool{}}
+	return &walker{file: file, pos: positions{}, merging: map[*yaml.Node]bool{}, uninterpolated: map[*yaml.Node]bool{}}
 }
 
 // problem records a problem at node n (nil: the start of the file).
 func (w *walker) problem(n *yaml.Node, key string, kind error, format string, args ...any) {
+	if n != nil && w.uninterpolated[n] {
+		return // its interpolation failed: that is the one problem
+	}
 	line, col := 1, 1
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, n.Column

@@ -207,6 +207,9 @@ type ReinitResult struct {
 type ApplyFile struct {
 	Name    string `json:"name"`
 	Content string `json:"content"`
+	// Dir is the file's project directory (absolute): where its .env and
+	// relative env_file paths are read. Empty: none are read.
+	Dir string `json:"dir,omitempty"`
 }
 
 // ApplyArgs deploys stack files (SVC-4, SVC-5). DryRun computes the plan and
@@ -216,6 +219,13 @@ type ApplyArgs struct {
 	Files  []ApplyFile `json:"files"`
 	DryRun bool        `json:"dry_run,omitempty"`
 	Wait   bool        `json:"wait,omitempty"`
+	// Env is the environment given at apply time (the CLI's own), from
+	// which the files' ${VAR} references and value-less environment keys
+	// take their values. The daemon never uses its own environment for
+	// them, and keeps only the values the files use.
+	Env map[string]string `json:"env,omitempty"`
+	// Profiles are the active Compose profiles (apply --profile).
+	Profiles []string `json:"profiles,omitempty"`
 }
 
 // StackPlan is one stack's changes, service by service.
@@ -227,6 +237,9 @@ type StackPlan struct {
 	// Notes say what the apply did to the operators' overrides: kept
 	// or dropped (SVC-23).
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what the file loaded with but that does not mean what
+	// it means in Compose (FILE:LINE: KEY: message).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ApplyProgress is one stream item of apply --wait: first one with Planned

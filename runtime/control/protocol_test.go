@@ -93,6 +93,8 @@ func TestSEC3NamesAreValidatedBeforeTheHandler(t *testing.T) {
 		{"apply", `{"files":[{"name":"","content":"x"}]}`, "args.files[0].name"},
 		{"apply", `{"files":[{"name":"a","content":""}]}`, "args.files[0].content"},
 		{"apply", `{"files":[{"name":"a","content":"x"}],"dry_run":true,"wait":true}`, "args.wait"},
+		{"apply", `{"files":[{"name":"a","content":"x","dir":"relative/dir"}]}`, "args.files[0].dir"},
+		{"apply", `{"files":[{"name":"a","content":"x"}],"profiles":[""]}`, "args.profiles"},
 		{"status", `{"service":"api"}`, "args.service"},
 		{"chaos", `{"kind":"KILL"}`, "args.kind"},
 		{"chaos", `{"kind":"kill","target":"../x"}`, "args.target"},

@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,6 +156,15 @@ func (a ApplyArgs) validate() error {
 			return badField(field+".name", "contains a NUL byte")
 		case f.Content == "":
 			return badField(field+".content", "%s is empty", quote(f.Name))
+		case f.Dir != "" && !filepath.IsAbs(f.Dir):
+			return badField(field+".dir", "%s is not an absolute path", quote(f.Dir))
+		case strings.ContainsRune(f.Dir, 0):
+			return badField(field+".dir", "contains a NUL byte")
+		}
+	}
+	for _, p := range a.Profiles {
+		if p == "" || strings.ContainsRune(p, 0) || len(p) > maxFileName {
+			return badField("profiles", "a profile name is empty, too long or holds a NUL byte")
 		}
 	}
 	return nil

@@ -28,7 +28,7 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	if err != nil {
 		return control.ApplyResult{}, err
 	}
-	stacks, err := vetFiles(ctx, rt, args.Files)
+	stacks, err := vetFiles(ctx, rt, args)
 	if err != nil {
 		return control.ApplyResult{}, err
 	}
@@ -53,7 +53,7 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 		if err != nil {
 			return res, errCode(err)
 		}
-		plan := control.StackPlan{Stack: st.Name, Changes: applied.Changes, Notes: append(notes[i], applied.Notes...)}
+		plan := control.StackPlan{Stack: st.Name, Changes: applied.Changes, Notes: append(notes[i], applied.Notes...), Warnings: warningLines(st)}
 		// Deployment is the one the changes roll out on; an apply that
 		// changes nothing and records nothing has none to wait for.
 		if cur, ok, _ := rt.journal.Stack(st.Name); ok && !args.DryRun && (!unchanged(applied.Changes) || cur.Current.ID != before.Current.ID) {
@@ -78,13 +78,14 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 // and against the others, collecting every problem before anything is
 // recorded. A file that does not parse still has its well-formed services
 // checked against the node (stackfile.ValidateRest).
-func vetFiles(ctx context.Context, rt *runtime, files []control.ApplyFile) ([]*stackfile.Stack, error) {
+func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) ([]*stackfile.Stack, error) {
 	var (
 		stacks []*stackfile.Stack
 		errs   []error
 	)
-	for _, f := range files {
-		st, err := stackfile.Parse(f.Name, []byte(f.Content))
+	for _, f := range args.Files {
+		opts := stackfile.Options{Env: args.Env, Dir: f.Dir, Profiles: args.Profiles}
+		st, err := stackfile.ParseWith(f.Name, []byte(f.Content), opts)
 		if err != nil {
 			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
 			continue
@@ -110,6 +111,14 @@ func vetFiles(ctx context.Context, rt *runtime, files []control.ApplyFile) ([]*s
 		msgs[i] = err.Error()
 	}
 	return nil, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
+}
+
+func warningLines(st *stackfile.Stack) []string {
+	var out []string
+	for _, w := range st.Warnings {
+		out = append(out, w.String())
+	}
+	return out
 }
 
 // monitorsOf gives each applied service's update_config.monitor.

@@ -35,13 +35,13 @@ func TestSEC2SecretsAtRest(t *testing.T) {
 		return fmt.Sprintf(`name: vault
 services:
   app:
-    command: ["/bin/sh", "-c", "printf %%s \"$DB_PASSWORD/$API_TOKEN\" | sha256sum > %[1]s.$$; mv %[1]s.$$ %[1]s; exec sleep 100000"]
+    command: ["/bin/sh", "-c", "printf %%s \"$$DB_PASSWORD/$$API_TOKEN\" | sha256sum > %[1]s.$$$$; mv %[1]s.$$$$ %[1]s; exec sleep 100000"]
     env:
       DB_PASSWORD: {value: %[2]q, secret: true}
       API_TOKEN: %[3]q
       PLAIN: visible
     healthcheck:
-      test: ["CMD-SHELL", "test -n \"$DB_PASSWORD\""]
+      test: ["CMD-SHELL", "test -n \"$$DB_PASSWORD\""]
       interval: 1s
       start_interval: 200ms
     stop_grace_period: 1s
@@ -51,7 +51,7 @@ services:
       DB_PASSWORD: {value: %[2]q, secret: true}
     sidecars:
       - name: helper
-        command: ["/bin/sh", "-c", "printf %%s \"$DB_PASSWORD/$API_TOKEN\" | sha256sum > %[1]s-sidecar.$$; mv %[1]s-sidecar.$$ %[1]s-sidecar; exec sleep 100000"]
+        command: ["/bin/sh", "-c", "printf %%s \"$$DB_PASSWORD/$$API_TOKEN\" | sha256sum > %[1]s-sidecar.$$$$; mv %[1]s-sidecar.$$$$ %[1]s-sidecar; exec sleep 100000"]
         env: {API_TOKEN: {value: %[3]q, secret: true}}
         always_on: true
 `, proof, pw, token)

@@ -1,0 +1,251 @@
+package stackfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"go.yaml.in/yaml/v3"
+)
+
+// maxEnvFileBytes bounds a .env or env_file file.
+const maxEnvFileBytes = 1 << 20
+
+// loadDotEnv reads the .env file of the project directory, if there is
+// one: Compose's format (compose-go's dotenv), its ${VAR} references
+// resolved from Options.Env. Without a project directory nothing is read.
+func (w *walker) loadDotEnv() {
+	if w.dir == "" {
+		return
+	}
+	path := filepath.Join(w.dir, ".env")
+	vars, err := readEnvFile(path, w.envOnly)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		w.problems = append(w.problems, Problem{File: path, Line: envFileLine(err), Column: 1, Msg: envFileProblem(err), Err: ErrValue})
+	default:
+		w.dotEnv = vars
+	}
+}
+
+func (w *walker) envOnly(name string) (string, bool) {
+	v, ok := w.applyEnv[name]
+	return v, ok
+}
+
+// readEnvFile parses one env file; references inside it resolve through
+// lookup, then through the file's own earlier lines.
+func readEnvFile(path string, lookup dotenv.LookupFn) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%w: is a directory", errEnvFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxEnvFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxEnvFileBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", errEnvFile, maxEnvFileBytes)
+	}
+	vars, err := dotenv.ParseWithLookup(bytes.NewReader(data), lookup)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errEnvFile, err)
+	}
+	return vars, nil
+}
+
+var errEnvFile = errors.New("env file")
+
+var envFileLineRE = regexp.MustCompile(`line (\d+):`)
+
+func envFileLine(err error) int {
+	if m := envFileLineRE.FindStringSubmatch(err.Error()); m != nil {
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil {
+			return n
+		}
+	}
+	return 1
+}
+
+// envFileProblem says what is wrong with an env file without quoting its
+// text: the parser's own messages can hold a value, and values may be
+// secrets (SEC-2).
+func envFileProblem(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "is a directory"), strings.Contains(msg, "larger than"):
+		return strings.TrimPrefix(msg, "env file: ")
+	case errors.Is(err, fs.ErrPermission):
+		return "cannot be read: permission denied"
+	case strings.Contains(msg, "key cannot contain a space"):
+		return "a variable name holds a space (want NAME=value)"
+	case strings.Contains(msg, "unexpected character"):
+		return "a variable name holds a character other than [A-Za-z0-9_.-] (want NAME=value)"
+	case strings.Contains(msg, "unterminated quoted value"):
+		return "a quoted value is not closed"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return "cannot be read: " + pe.Err.Error()
+	}
+	return "not a valid env file (want NAME=value lines)"
+}
+
+// envFiles reads `env_file`: a path or a list of paths or {path, required,
+// format}, relative to the project directory. Later files override
+// earlier ones; `environment` overrides them all (Compose's precedence).
+func (w *walker) envFiles(n *yaml.Node, path string) Env {
+	r := w.resolve(n, path)
+	if r == nil {
+		return nil
+	}
+	var items []*yaml.Node
+	if r.Kind == yaml.SequenceNode {
+		items, _ = w.sequence(r, path)
+	} else {
+		items = []*yaml.Node{r}
+	}
+	env := Env{}
+	for i, item := range items {
+		itemPath := path
+		if r.Kind == yaml.SequenceNode {
+			itemPath = index(path, i)
+		}
+		file, required, ok := w.envFileRef(item, itemPath)
+		if !ok {
+			continue
+		}
+		w.readEnvFileInto(env, item, itemPath, file, required)
+	}
+	return env
+}
+
+var envFileKeys = []string{"path", "required", "format"}
+
+// envFileRef reads one item: a string, or {path, required, format}.
+func (w *walker) envFileRef(n *yaml.Node, path string) (file string, required, ok bool) {
+	r := w.resolve(n, path)
+	if r == nil {
+		return "", false, false
+	}
+	if r.Kind == yaml.ScalarNode {
+		file, ok = w.str(r, path)
+		return file, true, ok && w.envFilePathOK(r, path, file)
+	}
+	entries, ok := w.mapping(r, path)
+	if !ok {
+		return "", false, false
+	}
+	required, ok = true, true
+	for _, e := range entries {
+		switch e.key {
+		case "path":
+			var good bool
+			file, good = w.str(e.vn, e.path)
+			ok = ok && good && w.envFilePathOK(e.vn, e.path, file)
+		case "required":
+			var good bool
+			required, good = w.boolean(e.vn, e.path)
+			ok = ok && good
+		case "format":
+			if f, good := w.str(e.vn, e.path); good && f != "" && f != "raw" {
+				w.problem(e.vn, e.path, ErrValue, "format %s is not supported: leave it out (Compose's .env format) or write raw", quote(f))
+				ok = false
+			}
+		default:
+			w.unknownKey(e, envFileKeys)
+			ok = false
+		}
+	}
+	if file == "" && ok {
+		w.problem(r, join(path, "path"), ErrMissing, "required")
+		ok = false
+	}
+	return file, required, ok
+}
+
+func (w *walker) envFilePathOK(n *yaml.Node, path, file string) bool {
+	switch {
+	case file == "":
+		w.problem(n, path, ErrValue, "empty path")
+		return false
+	case w.dir == "" && !filepath.IsAbs(file):
+		w.problem(n, path, ErrValue, "a relative path needs the stack file's directory: apply the stack from its file (engenho apply FILE)")
+		return false
+	}
+	return true
+}
+
+func (w *walker) readEnvFileInto(env Env, n *yaml.Node, path, file string, required bool) {
+	full := file
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(w.dir, file)
+	}
+	vars, err := readEnvFile(full, w.lookup)
+	if errors.Is(err, fs.ErrNotExist) {
+		if required {
+			w.problem(n, path, ErrValue, "%s does not exist (write {path: %s, required: false} if it may be missing)", full, file)
+		}
+		return
+	}
+	if err != nil {
+		w.problem(n, path, ErrValue, "%s:%d: %s", full, envFileLine(err), envFileProblem(err))
+		return
+	}
+	for k, v := range vars {
+		if !validEnvName(k) {
+			w.problem(n, path, ErrValue, "%s: %s", full, envNameProblem(k))
+			continue
+		}
+		env[k] = Plain(v)
+	}
+}
+
+// envKeys collects a service's `environment` (or its engenho spelling
+// `env`, one of the two) and `env_file`.
+type envKeys struct {
+	given    *entry // environment or env, whichever came first
+	env      Env
+	fromFile Env
+}
+
+func (k *envKeys) read(w *walker, e entry) {
+	if e.key == "env_file" {
+		k.fromFile = w.envFiles(e.vn, e.path)
+		return
+	}
+	if k.given != nil {
+		w.problem(e.kn, e.path, ErrValue, "%s and %s (line %d) are the same key: keep one", e.key, k.given.key, k.given.kn.Line)
+		return
+	}
+	k.given = &e
+	k.env = w.env(e.vn, e.path)
+}
+
+// merged is env_file's variables overridden by environment's.
+func (k *envKeys) merged() Env {
+	if k.fromFile == nil {
+		return k.env
+	}
+	out := Env{}
+	for n, v := range k.fromFile {
+		out[n] = v
+	}
+	for n, v := range k.env {
+		out[n] = v
+	}
+	return out
+}
