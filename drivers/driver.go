@@ -87,6 +87,59 @@ type Spec struct {
 	User      string
 	Ports     []Port
 	Resources Resources
+	// Mounts are the instance's volumes and bind mounts (Compose
+	// `volumes:`), in file order.
+	Mounts []Mount
+	// Secrets are files the instance reads its secrets from (Compose
+	// `secrets:`): under /run/secrets in a container, under the directory
+	// named by ENGENHO_SECRETS_DIR for a process. Their values are never
+	// stored in plaintext nor shown (SEC-2).
+	Secrets []SecretFile
+}
+
+// Mount types.
+const (
+	// MountVolume is a named volume the driver keeps: created on first
+	// use, kept across instances and restarts, deleted only by
+	// Volumes.DeleteVolume (`engenho remove --volumes`).
+	MountVolume = "volume"
+	// MountBind is a host path.
+	MountBind = "bind"
+)
+
+// Mount is one volume or bind mount of an instance.
+type Mount struct {
+	// Type is MountVolume or MountBind.
+	Type string
+	// Source is, for a volume, its node-wide name (the stack file's
+	// top-level volumes.NAME.name, else STACK_NAME as Compose names it);
+	// for a bind, an absolute host path.
+	Source string
+	// Target is the absolute path inside the instance.
+	Target   string
+	ReadOnly bool
+}
+
+// SecretFile is one secret an instance reads as a file.
+type SecretFile struct {
+	// Name is the file's name in the secrets directory; a valid file name
+	// (no "/", not "." or "..").
+	Name string
+	// Value is the secret's content. Never log, show or store it in
+	// plaintext.
+	Value string
+	// Mode is the file's mode; 0 means 0400.
+	Mode uint32
+}
+
+// Volumes is implemented by drivers that keep named volumes.
+type Volumes interface {
+	// ListVolumes returns the names of the named volumes the driver keeps
+	// whose name starts with prefix.
+	ListVolumes(ctx context.Context, prefix string) ([]string, error)
+	// DeleteVolume deletes a named volume no instance uses; a missing one
+	// is not an error.
+	DeleteVolume(ctx context.Context, name string) error
 }
 
 // Sealer keeps secret values at rest (SEC-2): Seal encrypts plaintext

@@ -75,7 +75,7 @@ services:
   idle:
     command: ["/bin/sh", "-c", "exec sleep 100000"]
     healthcheck:
-      test: ["CMD", "/bin/sh", "-c", "ls /proc/$$/fd"]
+      test: ["CMD", "/bin/sh", "-c", "ls /proc/$$$$/fd"]
       interval: 1s
       start_interval: 200ms
     stop_grace_period: 1s
