@@ -59,6 +59,7 @@ func ParseFile(path string) (*Stack, error) {
 // ParseWith is Parse with options.
 func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
 	w := newWalker(filename)
+	w.activeProfiles = opts.Profiles
 	st := &Stack{Source: filename, Services: map[string]Service{}}
 	var nameNode *yaml.Node
 	if root := w.document(data); root != nil {
@@ -224,7 +225,9 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 		case isExtension(e.key):
 			// x-* keys hold anchors for merges; ignored.
 		default:
-			w.unknownKey(e, topKeys)
+			if !w.topKey(e) {
+				w.unknownKey(e, topKeys)
+			}
 		}
 	}
 	if services == nil {
@@ -239,8 +242,8 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 		w.problem(services.vn, "services", ErrMissing, "a stack needs at least one service")
 	}
 	for _, e := range svcs {
-		if !ValidName(e.key) {
-			w.problem(e.kn, e.path, ErrValue, "%s", nameProblem("service", e.key, false))
+		if !ValidServiceName(e.key) {
+			w.problem(e.kn, e.path, ErrValue, "%s", serviceNameProblem(e.key))
 			continue
 		}
 		w.at(e.kn, e.path)
@@ -248,6 +251,7 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 		st.Order = append(st.Order, e.key)
 		st.Services[e.key] = svc
 	}
+	w.composeStack(st)
 	return nameNode
 }
 

@@ -23,8 +23,8 @@ func TestParseErrorsSVC1(t *testing.T) {
 	}{
 		// service keys
 		{"unknown key with a suggestion", "comand: x", false, "comand", 1, ErrUnknownKey, "did you mean command?"},
-		{"Compose key with a hint", "restart: always", true, "restart", 1, ErrUnknownKey, "deploy.restart_policy.condition"},
-		{"Compose volumes", "volumes: [/a:/b]", true, "volumes", 1, ErrUnknownKey, "no volumes"},
+		{"Compose key engenho cannot run", "build: .", true, "build", 1, ErrUnsupported, "build the image first, then reference it with image:"},
+		{"Compose volumes", "volumes: [/a:/b]", true, "volumes", 1, ErrUnsupported, "not supported yet"},
 		{"nothing to run", "env: {A: b}", false, "", 0, ErrMissing, "needs command or image"},
 		{"service is not a map", "", false, "", 0, ErrType, "want a map"},
 		// command, args, image
@@ -110,7 +110,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"depends twice", "depends_on: [db, db]", true, "depends_on[1]", 1, ErrDependency, "listed twice"},
 		{"depends condition", "depends_on:\n  db: {condition: service_completed_successfully}", true, "depends_on[0]", 2, ErrValue, "condition must be"},
 		{"depends healthy without healthcheck", "depends_on:\n  cache: {condition: service_healthy}", true, "depends_on[0]", 2, ErrDependency, "cache has no healthcheck"},
-		{"depends unknown key", "depends_on:\n  db: {restart: true}", true, "depends_on.db.restart", 2, ErrUnknownKey, "unknown key"},
+		{"depends unknown key", "depends_on:\n  db: {restarts: true}", true, "depends_on.db.restarts", 2, ErrUnknownKey, "unknown key"},
 		{"depends scalar", "depends_on: db", true, "depends_on", 1, ErrType, "want a map"},
 		// deploy
 		{"replicas words", "deploy:\n  replicas: three", true, "deploy.replicas", 2, ErrType, `want a non-negative integer, got "three"`},
@@ -118,7 +118,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"replicas float", "deploy:\n  replicas: 1.5", true, "deploy.replicas", 2, ErrType, "non-negative integer"},
 		{"replicas quoted", "deploy:\n  replicas: \"3\"", true, "deploy.replicas", 2, ErrType, "non-negative integer"},
 		{"replicas huge", "deploy:\n  replicas: 200000", true, "deploy.replicas", 2, ErrValue, "want 0..100000"},
-		{"deploy unknown", "deploy:\n  mode: global", true, "deploy.mode", 2, ErrUnknownKey, "unknown key"},
+		{"deploy unknown", "deploy:\n  modus: global", true, "deploy.modus", 2, ErrUnknownKey, "unknown key"},
 		{"restart condition", "deploy:\n  restart_policy: {condition: always}", true, "deploy.restart_policy.condition", 2, ErrValue, `want one of none, on-failure, any, got "always"`},
 		{"restart max_attempts", "deploy:\n  restart_policy: {max_attempts: -1}", true, "deploy.restart_policy.max_attempts", 2, ErrValue, "non-negative"},
 		{"restart window", "deploy:\n  restart_policy: {window: 5}", true, "deploy.restart_policy.window", 2, ErrType, "want a duration"},
@@ -277,7 +277,8 @@ func TestParseFileLevelErrorsSVC1(t *testing.T) {
 		{"no services", "name: x\n", "services", 1, ErrMissing, "at least one service"},
 		{"services empty", "services: {}\n", "services", 1, ErrMissing, "at least one service"},
 		{"services list", "services: [a]\n", "services", 1, ErrType, "want a map"},
-		{"top unknown", "services: {a: {command: x}}\nvolumes: {}\n", "volumes", 2, ErrUnknownKey, "no volumes"},
+		{"top volumes", "services: {a: {command: x}}\nvolumes: {}\n", "volumes", 2, ErrUnsupported, "not supported yet"},
+		{"top unknown", "services: {a: {command: x}}\nvolume: {}\n", "volume", 2, ErrUnknownKey, "unknown key"},
 		{"top unknown suggestion", "services: {a: {command: x}}\nservice: {}\n", "service", 2, ErrUnknownKey, "did you mean services?"},
 		{"bad service name", "services:\n  My_App: {command: x}\n", "services.My_App", 2, ErrValue, "invalid service name"},
 		{"service name too long", "services:\n  " + strings.Repeat("a", 64) + ": {command: x}\n", "services." + strings.Repeat("a", 64), 2, ErrValue, "invalid service name"},

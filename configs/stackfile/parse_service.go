@@ -23,6 +23,7 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 		graceSet  bool
 		secretEnv []keyAt
 		res       resourceKeys
+		compose   composeState
 	)
 	for _, e := range entries {
 		switch e.key {
@@ -60,15 +61,16 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 				svc.StopGracePeriod = DefaultStopGrace
 			}
 		case "x-engenho":
-			svc.Engenho, secretEnv = w.engenho(e.vn, e.path)
+			svc.Engenho, secretEnv = w.engenho(e.vn, e.path, func(x entry) bool { return w.engenhoServiceKey(&svc, x) })
 		default:
 			if isResourceKey(e.key) {
 				w.serviceResource(&res, e)
-			} else if !isExtension(e.key) {
+			} else if !isExtension(e.key) && !w.composeKey(&svc, &compose, e) {
 				w.unknownKey(e, serviceKeys)
 			}
 		}
 	}
+	w.finishCompose(&svc, &compose, path)
 	w.mergeResources(&svc, res)
 	if svc.Hibernate != nil && !graceSet {
 		svc.StopGracePeriod = DefaultHibernatedGrace

@@ -78,6 +78,8 @@ type walker struct {
 	visits   int
 	overrun  bool
 	merging  map[*yaml.Node]bool
+	// profiles are the active Compose profiles (Options.Profiles).
+	activeProfiles []string
 }
 
 func newWalker(file string) *walker {
