@@ -177,7 +177,7 @@ func (c *checker) ports(p string, ports []Port) {
 		}
 		published[port.Published] = true
 		if port.Protocol != "tcp" {
-			c.add(k+".protocol", ErrValue, "only tcp ports are supported, got %s", quote(port.Protocol))
+			c.add(k+".protocol", ErrUnsupported, "%v", tcpOnly(port.Protocol))
 		}
 		switch {
 		case port.HostIP != "" && port.Published == 0:

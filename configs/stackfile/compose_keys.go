@@ -14,6 +14,18 @@ import (
 // port, volumes for now). One problem per key, with what to do instead.
 var ErrUnsupported = errors.New("unsupported")
 
+// tcpOnly is the one line for a port that is not TCP: a problem of kind
+// ErrUnsupported.
+func tcpOnly(proto string) error {
+	return unsupported("TCP only: engenho's balancer, probes and edge carry TCP, not " + quote(proto))
+}
+
+// unsupported is a message that is an ErrUnsupported (errors.Is).
+type unsupported string
+
+func (u unsupported) Error() string        { return string(u) }
+func (u unsupported) Is(target error) bool { return target == ErrUnsupported }
+
 // Compose keys engenho does not honour, and what it does with each
 // (docs/stackfile.md has the same table for users).
 type keyRule struct {
@@ -299,7 +311,7 @@ func (w *walker) expose(n *yaml.Node, path string) []string {
 		}
 		spec, proto, hasProto := strings.Cut(s, "/")
 		if hasProto && proto != "tcp" {
-			w.problem(w.resolve(item, p), p, ErrUnsupported, "TCP only: engenho does not carry %s", quote(proto))
+			w.problem(w.resolve(item, p), p, ErrUnsupported, "%v", tcpOnly(proto))
 			continue
 		}
 		from, to, isRange := strings.Cut(spec, "-")

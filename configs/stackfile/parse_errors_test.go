@@ -61,7 +61,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"user with blanks", `user: "a b"`, true, "user", 1, ErrValue, "USER[:GROUP]"},
 		{"user empty group", `user: "a:"`, true, "user", 1, ErrValue, "USER[:GROUP]"},
 		// ports
-		{"ports udp", `ports: ["8080:80/udp"]`, true, "ports[0]", 1, ErrValue, "only tcp"},
+		{"ports udp", `ports: ["8080:80/udp"]`, true, "ports[0]", 1, ErrUnsupported, "TCP only"},
 		{"ports range", `ports: ["8000-8010:80"]`, true, "ports[0]", 1, ErrValue, "ranges are not supported"},
 		{"ports zero", `ports: ["0:80"]`, true, "ports[0]", 1, ErrValue, "outside 1..65535"},
 		{"ports too big", `ports: ["70000"]`, true, "ports[0]", 1, ErrValue, "outside 1..65535"},
@@ -75,7 +75,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"ports long target range", "ports:\n  - {target: 0}", true, "ports[0].target", 2, ErrValue, "outside 1..65535"},
 		{"ports long host_ip unpublished", "ports:\n  - {target: 80, host_ip: 127.0.0.1}", true, "ports[0].host_ip", 2, ErrValue, "needs a published port"},
 		{"ports long host_ip bad", "ports:\n  - {target: 80, published: 80, host_ip: localhost}", true, "ports[0].host_ip", 2, ErrValue, "not an IP address"},
-		{"ports long udp", "ports:\n  - {target: 80, protocol: udp}", true, "ports[0].protocol", 2, ErrValue, "only tcp"},
+		{"ports long udp", "ports:\n  - {target: 80, protocol: udp}", true, "ports[0].protocol", 2, ErrUnsupported, "TCP only"},
 		{"ports long published bad", "ports:\n  - {target: 80, published: x}", true, "ports[0].published", 2, ErrValue, "want a port number"},
 		{"ports target twice", `ports: ["80", "8080:80"]`, true, "ports[1].target", 1, ErrValue, "listed twice"},
 		{"ports published twice", `ports: ["8080:80", "8080:81"]`, true, "ports[1].published", 1, ErrValue, "listed twice"},
@@ -245,7 +245,7 @@ func TestParseErrorShapeSVC1(t *testing.T) {
 	want := `web.yaml:5: services.api.deploy.replicas: want a non-negative integer, got "three"
 web.yaml:6: services.api.foo: unknown key
 web.yaml:8: services.web.image: want a string, got a list
-web.yaml:9: services.web.ports[0]: only tcp ports are supported, got "udp"`
+web.yaml:9: services.web.ports[0]: TCP only: engenho's balancer, probes and edge carry TCP, not "udp"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
 	}

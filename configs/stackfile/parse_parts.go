@@ -35,7 +35,11 @@ func (w *walker) ports(n *yaml.Node, path string) []Port {
 		} else if s, ok := w.str(r, p); ok {
 			var err error
 			if port, err = parseShortPort(s); err != nil {
-				w.problem(r, p, ErrValue, "%v", err)
+				kind := ErrValue
+				if errors.Is(err, ErrUnsupported) {
+					kind = ErrUnsupported
+				}
+				w.problem(r, p, kind, "%v", err)
 			} else {
 				good = true
 			}
@@ -52,7 +56,7 @@ func (w *walker) ports(n *yaml.Node, path string) []Port {
 func parseShortPort(s string) (Port, error) {
 	spec, proto, hasProto := strings.Cut(s, "/")
 	if hasProto && proto != "tcp" {
-		return Port{}, errors.New("only tcp ports are supported, got " + strconv.Quote(proto))
+		return Port{}, tcpOnly(proto)
 	}
 	if strings.Contains(spec, "-") {
 		return Port{}, errors.New("port ranges are not supported")
@@ -130,7 +134,10 @@ func (w *walker) portLong(n *yaml.Node, path string) (Port, bool) {
 		case "host_ip":
 			port.HostIP, ok = w.str(e.vn, e.path)
 		case "protocol":
-			port.Protocol, ok = w.str(e.vn, e.path)
+			if port.Protocol, ok = w.str(e.vn, e.path); ok && port.Protocol != "tcp" {
+				w.problem(e.vn, e.path, ErrUnsupported, "%v", tcpOnly(port.Protocol))
+				ok = false
+			}
 		default:
 			if isExtension(e.key) {
 				continue
