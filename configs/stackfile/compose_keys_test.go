@@ -621,3 +621,104 @@ func TestComposeKeysDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The Compose fields survive the journal (Marshal, Unmarshal) and plan as
+// unchanged against themselves.
+func TestComposeFieldsJournal(t *testing.T) {
+	src := `name: t
+services:
+  my_api:
+    command: run
+    labels: {a: "1"}
+    container_name: api
+    expose: ["80"]
+    profiles: [web]
+    depends_on:
+      db: {restart: true, required: false}
+  db:
+    command: db
+`
+	st, err := ParseWith("t.yaml", []byte(src), Options{Profiles: []string{"web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := roundTrip(t, st)
+	if !reflect.DeepEqual(back.Services["my_api"], st.Services["my_api"]) {
+		t.Errorf("after the journal:\n%+v\nwant\n%+v", back.Services["my_api"], st.Services["my_api"])
+	}
+	for _, c := range Plan(st, back) {
+		if c.Action != ActionUnchanged {
+			t.Errorf("%s after a round trip", c)
+		}
+	}
+}
+
+// SVC-1: a Compose file shaped like the ones projects ship (a web app, its
+// database and a cache, with networks, restart, container names, labels and
+// expose) loads as written, with one warning per network key, and means
+// what Compose means.
+func TestComposeProjectFileSVC1(t *testing.T) {
+	src := `services:
+  web:
+    image: example/web:1.4
+    container_name: web
+    restart: unless-stopped
+    entrypoint: ["/docker-entrypoint.sh"]
+    command: ["gunicorn", "app:app"]
+    ports:
+      - "127.0.0.1:8000:8000"
+    labels:
+      - "traefik.enable=true"
+      - "traefik.http.routers.web.rule=Host(` + "`example.com`" + `)"
+    depends_on:
+      db:
+        condition: service_healthy
+        restart: true
+      redis:
+        condition: service_started
+    networks: [front, back]
+  db:
+    image: postgres:16
+    restart: always
+    expose:
+      - 5432
+    healthcheck:
+      test: ["CMD-SHELL", "pg_isready -U postgres"]
+      interval: 10s
+      timeout: 5s
+      retries: 5
+    networks: [back]
+  redis:
+    image: redis:7
+    restart: on-failure:3
+    networks:
+      - back
+networks:
+  front:
+  back:
+    driver: bridge
+`
+	st, ps, warns := parseAll(t, src, Options{})
+	if st == nil {
+		t.Fatalf("refused:\n%s", problemLines(ps))
+	}
+	if st.Name != "t" || !reflect.DeepEqual(st.StartOrder(), []string{"db", "redis", "web"}) {
+		t.Errorf("stack %s order %v", st.Name, st.StartOrder())
+	}
+	web := st.Services["web"]
+	if !reflect.DeepEqual(web.Argv(), []string{"/docker-entrypoint.sh", "gunicorn", "app:app"}) || web.Deploy.RestartPolicy.Condition != RestartAny {
+		t.Errorf("web: %v %+v", web.Argv(), web.Deploy.RestartPolicy)
+	}
+	if web.Labels["traefik.http.routers.web.rule"] != "Host(`example.com`)" || !web.DependsOn[0].Restart {
+		t.Errorf("web: %v %+v", web.Labels, web.DependsOn)
+	}
+	if rp := st.Services["redis"].Deploy.RestartPolicy; rp.Condition != RestartOnFailure || rp.MaxAttempts != 3 {
+		t.Errorf("redis: %+v", rp)
+	}
+	checkProblems(t, warns, []wantProblem{
+		{"services.web.networks", 19, ErrWarning, "networks are ignored"},
+		{"services.db.networks", 30, ErrWarning, "networks are ignored"},
+		{"services.redis.networks", 34, ErrWarning, "networks are ignored"},
+		{"/networks", 36, ErrWarning, "networks are ignored"},
+	}, 0)
+}
