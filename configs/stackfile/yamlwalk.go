@@ -443,19 +443,10 @@ func (w *walker) unknownKey(e entry, allowed []string) {
 	w.problem(e.kn, e.path, ErrUnknownKey, "%s", msg)
 }
 
-// composeHints explain Compose keys this format leaves out.
+// composeHints explain Compose keys this format leaves out. The Compose
+// service keys engenho honours, ignores or refuses are in compose_keys.go.
 var composeHints = map[string]string{
-	"build":          "engenho runs what exists; build images or binaries beforehand",
-	"restart":        "use deploy.restart_policy.condition",
-	"volumes":        "engenho has no volumes; a hibernating service parks hibernate.data_dir",
-	"networks":       "engenho has no networks; publish ports through the balancer",
-	"container_name": "instance names are STACK-SERVICE-SLOT-ID",
-	"environment":    "the key is env",
-	"entrypoint":     "use command (argv) and args",
-	"expose":         "list the port under ports with a target only",
-	"scale":          "use deploy.replicas",
-	"secrets":        "mark env values secret: {value: ..., secret: true} or x-engenho.secret_env",
-	"configs":        "engenho has no configs",
+	"environment": "the key is env",
 }
 
 // nearest returns the allowed key within edit distance 2 of key, if any.
