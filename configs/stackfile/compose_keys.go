@@ -181,6 +181,25 @@ func (w *walker) deployKey(d *Deploy, e entry) bool {
 	return true
 }
 
+// composePortKey reads the Compose long-form port keys engenho has no
+// use for: name and app_protocol are descriptions (kept by nobody, no
+// warning); mode is a swarm setting, ignored with a warning.
+func (w *walker) composePortKey(e entry) bool {
+	switch e.key {
+	case "name", "app_protocol":
+		w.str(e.vn, e.path)
+	case "mode":
+		if s, ok := w.str(e.vn, e.path); ok && s != "host" && s != "ingress" {
+			w.problem(e.vn, e.path, ErrValue, "want host or ingress, got %s", quote(s))
+		} else if ok {
+			w.warn(e.kn, e.path, "ignored: the node's balancer publishes the port")
+		}
+	default:
+		return false
+	}
+	return true
+}
+
 // composeState collects a service's Compose keys whose meaning depends on
 // other keys; finishCompose applies them once the whole service is read.
 type composeState struct {

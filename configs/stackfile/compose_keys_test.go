@@ -568,6 +568,8 @@ func TestComposeUnsupportedKeysSVC1(t *testing.T) {
 		{"logging", "logging:\n  driver: json-file", wantProblem{"logging", 1, ErrWarning, "engenho logs"}, true},
 		{"ulimits", "ulimits: {nofile: 65536}", wantProblem{"ulimits", 1, ErrWarning, "ignored"}, true},
 		{"deploy.placement", "deploy:\n  placement: {constraints: [x]}", wantProblem{"deploy.placement", 2, ErrWarning, "this node"}, true},
+		{"ports long mode", "ports:\n  - {target: 80, published: 8080, mode: host, name: web, app_protocol: http}", wantProblem{"ports[0].mode", 2, ErrWarning, "balancer publishes"}, true},
+		{"ports long bad mode", "ports:\n  - {target: 80, mode: swarm}", wantProblem{"ports[0].mode", 2, ErrValue, "want host or ingress"}, false},
 		{"not Compose", "comand: run", wantProblem{"comand", 1, ErrUnknownKey, "did you mean command?"}, false},
 	}
 	for _, tc := range cases {

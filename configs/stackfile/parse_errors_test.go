@@ -70,7 +70,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"ports bad IP", `ports: ["300.1.1.1:80:80"]`, true, "ports[0]", 1, ErrValue, "not an IP address"},
 		{"ports bare ipv6", `ports: ["::1:80:80"]`, true, "ports[0]", 1, ErrValue, "want TARGET"},
 		{"ports long without target", "ports:\n  - {published: 80}", true, "ports[0].target", 2, ErrMissing, "required"},
-		{"ports long unknown key", "ports:\n  - {target: 80, mode: host}", true, "ports[0].mode", 2, ErrUnknownKey, "unknown key"},
+		{"ports long unknown key", "ports:\n  - {target: 80, mood: host}", true, "ports[0].mood", 2, ErrUnknownKey, "unknown key"},
 		{"ports long target string", "ports:\n  - {target: http}", true, "ports[0].target", 2, ErrType, "want a port number"},
 		{"ports long target range", "ports:\n  - {target: 0}", true, "ports[0].target", 2, ErrValue, "outside 1..65535"},
 		{"ports long host_ip unpublished", "ports:\n  - {target: 80, host_ip: 127.0.0.1}", true, "ports[0].host_ip", 2, ErrValue, "needs a published port"},

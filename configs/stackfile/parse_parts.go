@@ -139,7 +139,7 @@ func (w *walker) portLong(n *yaml.Node, path string) (Port, bool) {
 				ok = false
 			}
 		default:
-			if isExtension(e.key) {
+			if isExtension(e.key) || w.composePortKey(e) {
 				continue
 			}
 			w.unknownKey(e, portKeys)
