@@ -149,7 +149,7 @@ func (w *walker) applyRule(e entry, rule keyRule) {
 		w.problem(e.kn, e.path, ErrUnsupported, "%s", rule.reason)
 		return
 	}
-	if rule.reason == sharedNet && e.key == "network_mode" {
+	if e.key == "network_mode" {
 		if s := w.resolve(e.vn, e.path); s != nil && s.Kind == yaml.ScalarNode && s.Value == "host" {
 			return // what engenho does anyway
 		}
