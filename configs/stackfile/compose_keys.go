@@ -211,6 +211,20 @@ type composeState struct {
 	containerName *entry
 	scale         *entry
 	scaleValue    int
+	emptyCommand  *yaml.Node // command: [] or "", allowed after an entrypoint
+}
+
+// serviceCommand reads a service's command. An empty one (`[]`, `""`) is
+// Compose's "no arguments to the entrypoint": finishCompose refuses it
+// when there is no entrypoint.
+func (w *walker) serviceCommand(cs *composeState, e entry) []string {
+	if r := w.resolve(e.vn, e.path); r != nil && (r.Kind == yaml.SequenceNode && len(r.Content) == 0 ||
+		r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" && strings.TrimSpace(r.Value) == "") {
+		w.at(r, e.path)
+		cs.emptyCommand = r
+		return nil
+	}
+	return w.command(e.vn, e.path)
 }
 
 // composeKey reads a Compose service key engenho honours, or applies the
@@ -462,6 +476,9 @@ func (w *walker) profiles(n *yaml.Node, path string) []string {
 func (w *walker) finishCompose(svc *Service, cs *composeState, path string) {
 	if cs.restart != nil && cs.restartPolicy.Condition != "" {
 		w.mergeRestart(svc, cs, path)
+	}
+	if cs.emptyCommand != nil && !cs.hasEntrypoint {
+		w.problem(cs.emptyCommand, join(path, "command"), ErrValue, "empty command")
 	}
 	if cs.hasEntrypoint {
 		// Compose: the entrypoint is the program, the command its

@@ -138,6 +138,8 @@ func TestComposeEntrypointSVC1(t *testing.T) {
 		{"empty entrypoint string: the command alone", "entrypoint: ''\ncommand: [run, x]", []string{"run", "x"}, nil},
 		{"empty entrypoint list: the command alone", "entrypoint: []\ncommand: run", []string{"run"}, nil},
 		{"empty entrypoint, an image, no command: the image's own", "image: busybox\nentrypoint: []", nil, nil},
+		{"entrypoint with an empty command list", "entrypoint: [app]\ncommand: []", []string{"app"}, nil},
+		{"entrypoint with an empty command string", "command: ''\nentrypoint: app -v", []string{"app", "-v"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,7 +28,7 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 	for _, e := range entries {
 		switch e.key {
 		case "command":
-			svc.Command = w.command(e.vn, e.path)
+			svc.Command = w.serviceCommand(&compose, e)
 		case "args":
 			svc.Args, _ = w.strList(e.vn, e.path)
 			w.checkArgvVars(e.vn, e.path, svc.Args)
