@@ -3,6 +3,7 @@ package stackfile
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -631,7 +632,7 @@ func (w *walker) engenho(n *yaml.Node, path string, service func(entry) bool) (E
 			}
 		default:
 			if !service(e) {
-				w.unknownKey(e, append(engenhoKeys, engenhoServiceKeys...))
+				w.unknownKey(e, slices.Concat(engenhoKeys, engenhoServiceKeys))
 			}
 		}
 	}
