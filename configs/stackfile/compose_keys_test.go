@@ -587,6 +587,9 @@ func TestComposeUnsupportedKeysSVC1(t *testing.T) {
 			checkProblems(t, ps, []wantProblem{tc.want}, bodyOffset(true))
 		})
 	}
+	if _, err := Parse("t.yaml", []byte(stackYAML("build: .", true))); !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrUnknownKey) {
+		t.Errorf("build: %v, want an ErrUnsupported (errors.Is) and no unknown key", err)
+	}
 	if _, _, warns := parseAll(t, stackYAML("network_mode: host", true), Options{}); len(warns) != 0 {
 		t.Errorf("network_mode: host is what engenho does, but warned:\n%s", problemLines(warns))
 	}
