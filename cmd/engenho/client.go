@@ -158,6 +158,13 @@ func parseServiceRef(arg string) (control.ServiceRef, error) {
 
 // checkName is a usage error for a name the daemon would refuse anyway.
 func checkName(what, name string) error {
+	if what == "service" {
+		// Compose allows "_" in service names (stackfile.ValidServiceName).
+		if !stackfile.ValidServiceName(name) {
+			return usageError(fmt.Errorf("service name %q: want [a-z0-9][a-z0-9_-]{0,62}", name))
+		}
+		return nil
+	}
 	if !stackfile.ValidName(name) {
 		return usageError(fmt.Errorf("%s name %q: want [a-z0-9][a-z0-9-]{0,62}", what, name))
 	}

@@ -107,3 +107,17 @@ func TestApplySendsEnvironmentAndDir(t *testing.T) {
 		t.Errorf("the warning is not printed:\n%s", out)
 	}
 }
+
+// --profile activates Compose profiles: a service with profiles is in the
+// stack only when one of them is active.
+func TestConfigProfiles(t *testing.T) {
+	file := writeStack(t, t.TempDir(), "p.yaml", "services:\n  app:\n    command: [run]\n  debug:\n    command: [sh]\n    profiles: [debug]\n")
+	out, errs, code := cli(t, "", "", "config", file)
+	if code != 0 || strings.Contains(out, "debug:") {
+		t.Errorf("without --profile: %d %s\n%s", code, errs, out)
+	}
+	out, errs, code = cli(t, "", "", "config", "--profile", "debug", file)
+	if code != 0 || !strings.Contains(out, "debug:") {
+		t.Errorf("with --profile debug: %d %s\n%s", code, errs, out)
+	}
+}

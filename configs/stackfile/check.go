@@ -66,14 +66,16 @@ func checkStack(st *Stack) []Problem {
 	}
 	c.dependencies(st)
 	c.claims(st)
+	c.instanceNameClashes(st)
 	return c.problems
 }
 
 func (c *checker) service(key string, svc Service) {
 	p := "services." + key
-	if !ValidName(key) {
-		c.add(p, ErrValue, "%s", nameProblem("service", key, false))
+	if !ValidServiceName(key) {
+		c.add(p, ErrValue, "%s", serviceNameProblem(key))
 	}
+	c.composeService(p, svc)
 	if svc.Name != key {
 		c.add(p, ErrValue, "service is filed under %s but named %s", quote(key), quote(svc.Name))
 	}
@@ -175,7 +177,7 @@ func (c *checker) ports(p string, ports []Port) {
 		}
 		published[port.Published] = true
 		if port.Protocol != "tcp" {
-			c.add(k+".protocol", ErrValue, "only tcp ports are supported, got %s", quote(port.Protocol))
+			c.add(k+".protocol", ErrUnsupported, "%v", tcpOnly(port.Protocol))
 		}
 		switch {
 		case port.HostIP != "" && port.Published == 0:

@@ -31,9 +31,14 @@
 // of a secret (BindSecrets), never the secret. Error messages never quote
 // env values.
 //
-// Names (SEC-3): stack, service, sidecar and driver names are
-// [a-z0-9][a-z0-9-]{0,62} and edge hosts are lower-case DNS names, checked
-// before anything uses them, so none can carry a path.
+// Names (SEC-3): stack, sidecar and driver names are
+// [a-z0-9][a-z0-9-]{0,62}, service names may also hold "_" (Compose does;
+// instance names write it "-"), and edge hosts are lower-case DNS names,
+// checked before anything uses them, so none can carry a path.
+//
+// Compose (compose_keys.go): every Compose key is honoured with its
+// Compose meaning, ignored with a warning (Stack.Warnings), or refused with
+// one problem that says why (ErrUnsupported for what engenho cannot run).
 //
 // Everything here is pure: no I/O besides ParseFile reading its file, no
 // goroutines, no clocks.

@@ -1,6 +1,7 @@
 package stackfile
 
 import (
+	"os"
 	"reflect"
 	"testing"
 )
@@ -76,4 +77,30 @@ func TestReferenceStack(t *testing.T) {
 	if !st.Services["nightly"].Standalone() || st.Services["notes"].EdgeHost() != "notes.shop.localhost" {
 		t.Error("nightly is standalone; notes hibernates under its host")
 	}
+	if db.Deploy.RestartPolicy.Condition != RestartAny || db.ContainerName != "shop-db" || db.Labels["com.example.tier"] != "data" {
+		t.Errorf("db's Compose keys: %+v %q %v", db.Deploy.RestartPolicy, db.ContainerName, db.Labels)
+	}
+	if _, ok := st.Services["debug_shell"]; ok {
+		t.Error("debug_shell is in without its profile")
+	}
+	dbg, err := ParseWith("reference.yaml", mustRead(t, "../../configs/stacks/reference.yaml"), Options{Profiles: []string{"debug"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := dbg.Services["debug_shell"]
+	if !reflect.DeepEqual(shell.Argv(), []string{"/bin/sh", "-c", "exec /opt/shop/bin/shell"}) || !shell.DependsOn[0].Restart || shell.Healthcheck.Kind != ProbeTCP {
+		t.Errorf("debug_shell: %v %+v %+v", shell.Argv(), shell.DependsOn, shell.Healthcheck)
+	}
+	if len(st.Warnings) != 0 || len(dbg.Warnings) != 0 {
+		t.Errorf("the reference file warns: %v %v", st.Warnings, dbg.Warnings)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

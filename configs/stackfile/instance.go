@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/engenho/engenho/drivers"
 )
@@ -11,6 +12,12 @@ import (
 // LabelSidecar is stored on a sidecar's instance, beside the labels of
 // SVC-3, with the sidecar's name.
 const LabelSidecar = "engenho.sidecar"
+
+// LabelContainerName holds a service's container_name on its instance.
+const LabelContainerName = "engenho.container_name"
+
+// LabelPrefix starts every label engenho sets; user labels may not.
+const LabelPrefix = "engenho."
 
 // Instance is what varies between the instances of one service: where it
 // sits and what the node gave it. The service actor fills it in.
@@ -30,15 +37,41 @@ type Instance struct {
 	Bin string
 }
 
-// InstanceName is STACK-SERVICE-SLOT-ID (SVC-3).
+// InstanceName is STACK-SERVICE-SLOT-ID (SVC-3). A service name's "_"
+// (Compose allows it; incus instance names and host names do not) is
+// written "-": Check refuses two services whose names meet that way.
 func InstanceName(stack, service string, slot int, id string) string {
-	return stack + "-" + service + "-" + strconv.Itoa(slot) + "-" + id
+	return stack + "-" + instanceService(service) + "-" + strconv.Itoa(slot) + "-" + id
 }
 
 // SidecarName is STACK-SERVICE-SLOT-SIDECAR-ID. A sidecar's name starts
 // with a letter, so it never reads as an instance's slot number.
 func SidecarName(stack, service string, slot int, sidecar, id string) string {
-	return stack + "-" + service + "-" + strconv.Itoa(slot) + "-" + sidecar + "-" + id
+	return stack + "-" + instanceService(service) + "-" + strconv.Itoa(slot) + "-" + sidecar + "-" + id
+}
+
+// instanceService is a service name as instance names write it.
+func instanceService(service string) string {
+	return strings.ReplaceAll(service, "_", "-")
+}
+
+// userLabels is svc's labels under engenho's own, which win (Check
+// already refuses user keys with the engenho. prefix).
+func userLabels(svc Service, own drivers.Labels) drivers.Labels {
+	if len(svc.Labels) == 0 && svc.ContainerName == "" {
+		return own
+	}
+	out := drivers.Labels{}
+	for k, v := range svc.Labels {
+		out[k] = v
+	}
+	if svc.ContainerName != "" {
+		out[LabelContainerName] = svc.ContainerName
+	}
+	for k, v := range own {
+		out[k] = v
+	}
+	return out
 }
 
 // InstanceLabels are the labels of SVC-3 for one instance.
@@ -64,7 +97,7 @@ func InstanceSpec(svc Service, inst Instance) drivers.Spec {
 	vars := instanceVars(svc, inst, name)
 	spec := drivers.Spec{
 		Name:       name,
-		Labels:     InstanceLabels(inst.Stack, svc.Name, inst.Slot, svc.Revision(), inst.Deployment),
+		Labels:     userLabels(svc, InstanceLabels(inst.Stack, svc.Name, inst.Slot, svc.Revision(), inst.Deployment)),
 		Command:    expand(svc.Argv(), vars),
 		Image:      svc.Image,
 		Env:        instanceEnv(vars, svc.Env, nil),
@@ -93,6 +126,7 @@ func SidecarSpec(svc Service, sc Sidecar, inst Instance) drivers.Spec {
 	vars := instanceVars(svc, inst, name)
 	labels := InstanceLabels(inst.Stack, svc.Name, inst.Slot, svc.SidecarRevision(sc), inst.Deployment)
 	labels[LabelSidecar] = sc.Name
+	labels = userLabels(Service{Labels: svc.Labels}, labels)
 	wd := svc.WorkingDir
 	if sc.WorkingDir != "" {
 		wd = sc.WorkingDir

@@ -303,3 +303,16 @@ services:
 		t.Errorf("JSON: %v\n%s", err, js)
 	}
 }
+
+// A sidecar takes `environment` too; env and environment together are
+// one key given twice.
+func TestSidecarEnvironment(t *testing.T) {
+	st := parseEnv(t, stackYAML("command: run\nsidecars:\n  - name: s\n    command: [tick]\n    environment: [FROM_SHELL, A=1]", false), map[string]string{"FROM_SHELL": "v"})
+	if env := st.Services["api"].Sidecars[0].Env; env["FROM_SHELL"].Reveal() != "v" || env["A"].Reveal() != "1" {
+		t.Errorf("sidecar env: %d variables", len(env))
+	}
+	ps := parseProblems(t, "t.yaml", stackYAML("command: run\nsidecars:\n  - name: s\n    command: [tick]\n    env: {A: 1}\n    environment: {B: 2}", false))
+	if len(ps) != 1 || !strings.Contains(ps[0].Msg, "env and environment are the same key") {
+		t.Errorf("problems: %v", ps)
+	}
+}

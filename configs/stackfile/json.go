@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -150,6 +151,9 @@ func (s Service) Clone() Service {
 		}
 	}
 	out.Engenho.Backoff.Delays = slices.Clone(s.Engenho.Backoff.Delays)
+	out.Labels = maps.Clone(s.Labels)
+	out.Expose = slices.Clone(s.Expose)
+	out.Profiles = slices.Clone(s.Profiles)
 	return out
 }
 

@@ -60,6 +60,7 @@ func ParseFile(path string) (*Stack, error) {
 func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
 	w := newWalker(filename)
 	w.applyEnv, w.dir = opts.Env, opts.Dir
+	w.activeProfiles = opts.Profiles
 	w.loadDotEnv()
 	st := &Stack{Source: filename, Services: map[string]Service{}}
 	var nameNode *yaml.Node
@@ -227,7 +228,9 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 		case isExtension(e.key):
 			// x-* keys hold anchors for merges; ignored.
 		default:
-			w.unknownKey(e, topKeys)
+			if !w.topKey(e) {
+				w.unknownKey(e, topKeys)
+			}
 		}
 	}
 	if services == nil {
@@ -242,8 +245,8 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 		w.problem(services.vn, "services", ErrMissing, "a stack needs at least one service")
 	}
 	for _, e := range svcs {
-		if !ValidName(e.key) {
-			w.problem(e.kn, e.path, ErrValue, "%s", nameProblem("service", e.key, false))
+		if !ValidServiceName(e.key) {
+			w.problem(e.kn, e.path, ErrValue, "%s", serviceNameProblem(e.key))
 			continue
 		}
 		w.at(e.kn, e.path)
@@ -251,6 +254,7 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 		st.Order = append(st.Order, e.key)
 		st.Services[e.key] = svc
 	}
+	w.composeStack(st)
 	return nameNode
 }
 

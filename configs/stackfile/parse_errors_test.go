@@ -23,8 +23,8 @@ func TestParseErrorsSVC1(t *testing.T) {
 	}{
 		// service keys
 		{"unknown key with a suggestion", "comand: x", false, "comand", 1, ErrUnknownKey, "did you mean command?"},
-		{"Compose key with a hint", "restart: always", true, "restart", 1, ErrUnknownKey, "deploy.restart_policy.condition"},
-		{"Compose volumes", "volumes: [/a:/b]", true, "volumes", 1, ErrUnknownKey, "no volumes"},
+		{"Compose key engenho cannot run", "build: .", true, "build", 1, ErrUnsupported, "build the image first, then reference it with image:"},
+		{"Compose volumes", "volumes: [/a:/b]", true, "volumes", 1, ErrUnsupported, "not supported yet"},
 		{"nothing to run", "env: {A: b}", false, "", 0, ErrMissing, "needs command or image"},
 		{"service is not a map", "", false, "", 0, ErrType, "want a map"},
 		// command, args, image
@@ -59,7 +59,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"user with blanks", `user: "a b"`, true, "user", 1, ErrValue, "USER[:GROUP]"},
 		{"user empty group", `user: "a:"`, true, "user", 1, ErrValue, "USER[:GROUP]"},
 		// ports
-		{"ports udp", `ports: ["8080:80/udp"]`, true, "ports[0]", 1, ErrValue, "only tcp"},
+		{"ports udp", `ports: ["8080:80/udp"]`, true, "ports[0]", 1, ErrUnsupported, "TCP only"},
 		{"ports range", `ports: ["8000-8010:80"]`, true, "ports[0]", 1, ErrValue, "ranges are not supported"},
 		{"ports zero", `ports: ["0:80"]`, true, "ports[0]", 1, ErrValue, "outside 1..65535"},
 		{"ports too big", `ports: ["70000"]`, true, "ports[0]", 1, ErrValue, "outside 1..65535"},
@@ -68,12 +68,12 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"ports bad IP", `ports: ["300.1.1.1:80:80"]`, true, "ports[0]", 1, ErrValue, "not an IP address"},
 		{"ports bare ipv6", `ports: ["::1:80:80"]`, true, "ports[0]", 1, ErrValue, "want TARGET"},
 		{"ports long without target", "ports:\n  - {published: 80}", true, "ports[0].target", 2, ErrMissing, "required"},
-		{"ports long unknown key", "ports:\n  - {target: 80, mode: host}", true, "ports[0].mode", 2, ErrUnknownKey, "unknown key"},
+		{"ports long unknown key", "ports:\n  - {target: 80, mood: host}", true, "ports[0].mood", 2, ErrUnknownKey, "unknown key"},
 		{"ports long target string", "ports:\n  - {target: http}", true, "ports[0].target", 2, ErrType, "want a port number"},
 		{"ports long target range", "ports:\n  - {target: 0}", true, "ports[0].target", 2, ErrValue, "outside 1..65535"},
 		{"ports long host_ip unpublished", "ports:\n  - {target: 80, host_ip: 127.0.0.1}", true, "ports[0].host_ip", 2, ErrValue, "needs a published port"},
 		{"ports long host_ip bad", "ports:\n  - {target: 80, published: 80, host_ip: localhost}", true, "ports[0].host_ip", 2, ErrValue, "not an IP address"},
-		{"ports long udp", "ports:\n  - {target: 80, protocol: udp}", true, "ports[0].protocol", 2, ErrValue, "only tcp"},
+		{"ports long udp", "ports:\n  - {target: 80, protocol: udp}", true, "ports[0].protocol", 2, ErrUnsupported, "TCP only"},
 		{"ports long published bad", "ports:\n  - {target: 80, published: x}", true, "ports[0].published", 2, ErrValue, "want a port number"},
 		{"ports target twice", `ports: ["80", "8080:80"]`, true, "ports[1].target", 1, ErrValue, "listed twice"},
 		{"ports published twice", `ports: ["8080:80", "8080:81"]`, true, "ports[1].published", 1, ErrValue, "listed twice"},
@@ -108,7 +108,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"depends twice", "depends_on: [db, db]", true, "depends_on[1]", 1, ErrDependency, "listed twice"},
 		{"depends condition", "depends_on:\n  db: {condition: service_completed_successfully}", true, "depends_on[0]", 2, ErrValue, "condition must be"},
 		{"depends healthy without healthcheck", "depends_on:\n  cache: {condition: service_healthy}", true, "depends_on[0]", 2, ErrDependency, "cache has no healthcheck"},
-		{"depends unknown key", "depends_on:\n  db: {restart: true}", true, "depends_on.db.restart", 2, ErrUnknownKey, "unknown key"},
+		{"depends unknown key", "depends_on:\n  db: {restarts: true}", true, "depends_on.db.restarts", 2, ErrUnknownKey, "unknown key"},
 		{"depends scalar", "depends_on: db", true, "depends_on", 1, ErrType, "want a map"},
 		// deploy
 		{"replicas words", "deploy:\n  replicas: three", true, "deploy.replicas", 2, ErrType, `want a non-negative integer, got "three"`},
@@ -116,7 +116,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"replicas float", "deploy:\n  replicas: 1.5", true, "deploy.replicas", 2, ErrType, "non-negative integer"},
 		{"replicas quoted", "deploy:\n  replicas: \"3\"", true, "deploy.replicas", 2, ErrType, "non-negative integer"},
 		{"replicas huge", "deploy:\n  replicas: 200000", true, "deploy.replicas", 2, ErrValue, "want 0..100000"},
-		{"deploy unknown", "deploy:\n  mode: global", true, "deploy.mode", 2, ErrUnknownKey, "unknown key"},
+		{"deploy unknown", "deploy:\n  modus: global", true, "deploy.modus", 2, ErrUnknownKey, "unknown key"},
 		{"restart condition", "deploy:\n  restart_policy: {condition: always}", true, "deploy.restart_policy.condition", 2, ErrValue, `want one of none, on-failure, any, got "always"`},
 		{"restart max_attempts", "deploy:\n  restart_policy: {max_attempts: -1}", true, "deploy.restart_policy.max_attempts", 2, ErrValue, "non-negative"},
 		{"restart window", "deploy:\n  restart_policy: {window: 5}", true, "deploy.restart_policy.window", 2, ErrType, "want a duration"},
@@ -243,7 +243,7 @@ func TestParseErrorShapeSVC1(t *testing.T) {
 	want := `web.yaml:5: services.api.deploy.replicas: want a non-negative integer, got "three"
 web.yaml:6: services.api.foo: unknown key
 web.yaml:8: services.web.image: want a string, got a list
-web.yaml:9: services.web.ports[0]: only tcp ports are supported, got "udp"`
+web.yaml:9: services.web.ports[0]: TCP only: engenho's balancer, probes and edge carry TCP, not "udp"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
 	}
@@ -275,7 +275,8 @@ func TestParseFileLevelErrorsSVC1(t *testing.T) {
 		{"no services", "name: x\n", "services", 1, ErrMissing, "at least one service"},
 		{"services empty", "services: {}\n", "services", 1, ErrMissing, "at least one service"},
 		{"services list", "services: [a]\n", "services", 1, ErrType, "want a map"},
-		{"top unknown", "services: {a: {command: x}}\nvolumes: {}\n", "volumes", 2, ErrUnknownKey, "no volumes"},
+		{"top volumes", "services: {a: {command: x}}\nvolumes: {}\n", "volumes", 2, ErrUnsupported, "not supported yet"},
+		{"top unknown", "services: {a: {command: x}}\nvolume: {}\n", "volume", 2, ErrUnknownKey, "unknown key"},
 		{"top unknown suggestion", "services: {a: {command: x}}\nservice: {}\n", "service", 2, ErrUnknownKey, "did you mean services?"},
 		{"bad service name", "services:\n  My_App: {command: x}\n", "services.My_App", 2, ErrValue, "invalid service name"},
 		{"service name too long", "services:\n  " + strings.Repeat("a", 64) + ": {command: x}\n", "services." + strings.Repeat("a", 64), 2, ErrValue, "invalid service name"},

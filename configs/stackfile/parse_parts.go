@@ -3,6 +3,7 @@ package stackfile
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,11 @@ func (w *walker) ports(n *yaml.Node, path string) []Port {
 		} else if s, ok := w.str(r, p); ok {
 			var err error
 			if port, err = parseShortPort(s); err != nil {
-				w.problem(r, p, ErrValue, "%v", err)
+				kind := ErrValue
+				if errors.Is(err, ErrUnsupported) {
+					kind = ErrUnsupported
+				}
+				w.problem(r, p, kind, "%v", err)
 			} else {
 				good = true
 			}
@@ -52,7 +57,7 @@ func (w *walker) ports(n *yaml.Node, path string) []Port {
 func parseShortPort(s string) (Port, error) {
 	spec, proto, hasProto := strings.Cut(s, "/")
 	if hasProto && proto != "tcp" {
-		return Port{}, errors.New("only tcp ports are supported, got " + strconv.Quote(proto))
+		return Port{}, tcpOnly(proto)
 	}
 	if strings.Contains(spec, "-") {
 		return Port{}, errors.New("port ranges are not supported")
@@ -130,9 +135,12 @@ func (w *walker) portLong(n *yaml.Node, path string) (Port, bool) {
 		case "host_ip":
 			port.HostIP, ok = w.str(e.vn, e.path)
 		case "protocol":
-			port.Protocol, ok = w.str(e.vn, e.path)
+			if port.Protocol, ok = w.str(e.vn, e.path); ok && port.Protocol != "tcp" {
+				w.problem(e.vn, e.path, ErrUnsupported, "%v", tcpOnly(port.Protocol))
+				ok = false
+			}
 		default:
-			if isExtension(e.key) {
+			if isExtension(e.key) || w.composePortKey(e) {
 				continue
 			}
 			w.unknownKey(e, portKeys)
@@ -194,6 +202,8 @@ func (w *walker) healthcheck(n *yaml.Node, path string) Healthcheck {
 			if v, ok := w.boolean(e.vn, e.path); ok && v {
 				disabled = true
 			}
+		case "x-engenho":
+			probes = append(probes, w.healthEngenho(&hc, e)...)
 		default:
 			if !isExtension(e.key) {
 				w.unknownKey(e, healthKeys)
@@ -299,7 +309,7 @@ func (w *walker) probeTarget(n *yaml.Node, path string, http bool) (urlPath stri
 
 // ---- depends_on ----
 
-var dependencyKeys = []string{"condition"}
+var dependencyKeys = []string{"condition", "restart", "required"}
 
 // dependsOn reads a list of names (service_started) or a map of name to
 // {condition}.
@@ -310,20 +320,20 @@ func (w *walker) dependsOn(n *yaml.Node, path string) []Dependency {
 	}
 	var out []Dependency
 	seen := map[string]bool{}
-	add := func(node *yaml.Node, key, name, cond string) {
-		if seen[name] {
-			w.problem(node, key, ErrDependency, "%s listed twice", name)
+	add := func(node *yaml.Node, key string, d Dependency) {
+		if seen[d.Service] {
+			w.problem(node, key, ErrDependency, "%s listed twice", d.Service)
 			return
 		}
-		seen[name] = true
+		seen[d.Service] = true
 		w.at(node, index(path, len(out)))
-		out = append(out, Dependency{Service: name, Condition: cond})
+		out = append(out, d)
 	}
 	if r.Kind == yaml.SequenceNode {
 		items, _ := w.sequence(r, path)
 		for i, item := range items {
 			if name, ok := w.str(item, index(path, i)); ok {
-				add(w.resolve(item, ""), index(path, i), name, ConditionStarted)
+				add(w.resolve(item, ""), index(path, i), Dependency{Service: name, Condition: ConditionStarted})
 			}
 		}
 		return out
@@ -333,20 +343,27 @@ func (w *walker) dependsOn(n *yaml.Node, path string) []Dependency {
 		return nil
 	}
 	for _, e := range entries {
-		cond := ConditionStarted
+		d := Dependency{Service: e.key, Condition: ConditionStarted}
 		if v := w.resolve(e.vn, e.path); v != nil && !(v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null") {
 			opts, _ := w.mapping(v, e.path)
 			for _, o := range opts {
-				if o.key == "condition" {
+				switch {
+				case o.key == "condition":
 					if s, ok := w.str(o.vn, o.path); ok {
-						cond = s
+						d.Condition = s
 					}
-				} else if !isExtension(o.key) {
+				case o.key == "restart":
+					d.Restart, _ = w.boolean(o.vn, o.path)
+				case o.key == "required":
+					if required, ok := w.boolean(o.vn, o.path); ok {
+						d.Optional = !required
+					}
+				case !isExtension(o.key):
 					w.unknownKey(o, dependencyKeys)
 				}
 			}
 		}
-		add(e.kn, e.path, e.key, cond)
+		add(e.kn, e.path, d)
 	}
 	return out
 }
@@ -377,7 +394,7 @@ func (w *walker) deploy(n *yaml.Node, path string) Deploy {
 		case "resources":
 			w.resources(&d.Resources, e.vn, e.path)
 		default:
-			if !isExtension(e.key) {
+			if !isExtension(e.key) && !w.deployKey(&d, e) {
 				w.unknownKey(e, deployKeys)
 			}
 		}
@@ -512,7 +529,7 @@ func (w *walker) hibernate(n *yaml.Node, path string) Hibernate {
 // ---- sidecars ----
 
 var (
-	sidecarKeys        = []string{"name", "command", "env", "working_dir", "always_on", "max_run", "stop_grace_period", "backoff"}
+	sidecarKeys        = []string{"name", "command", "env", "environment", "working_dir", "always_on", "max_run", "stop_grace_period", "backoff"}
 	sidecarBackoffKeys = []string{"initial", "cap", "reset_after"}
 )
 
@@ -534,7 +551,11 @@ func (w *walker) sidecar(n *yaml.Node, path string) Sidecar {
 			sc.Name, _ = w.str(e.vn, e.path)
 		case "command":
 			sc.Command = w.command(e.vn, e.path)
-		case "env":
+		case "env", "environment":
+			if sc.Env != nil {
+				w.problem(e.kn, e.path, ErrValue, "env and environment are the same key: keep one")
+				continue
+			}
 			sc.Env = w.env(e.vn, e.path)
 		case "working_dir":
 			sc.WorkingDir, _ = w.str(e.vn, e.path)
@@ -578,7 +599,8 @@ var (
 )
 
 // engenho reads `x-engenho`; it returns secret_env for the caller to apply.
-func (w *walker) engenho(n *yaml.Node, path string) (Engenho, []keyAt) {
+// service reads the service keys x-engenho also takes (driver, ...).
+func (w *walker) engenho(n *yaml.Node, path string, service func(entry) bool) (Engenho, []keyAt) {
 	x := defaultEngenho()
 	var secrets []keyAt
 	entries, _ := w.mapping(n, path)
@@ -613,7 +635,9 @@ func (w *walker) engenho(n *yaml.Node, path string) (Engenho, []keyAt) {
 				}
 			}
 		default:
-			w.unknownKey(e, engenhoKeys)
+			if !service(e) {
+				w.unknownKey(e, slices.Concat(engenhoKeys, engenhoServiceKeys))
+			}
 		}
 	}
 	return x, secrets

@@ -24,13 +24,14 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 		secretEnv []keyAt
 		res       resourceKeys
 		envs      envKeys
+		compose   composeState
 	)
 	for _, e := range entries {
 		switch e.key {
 		case "env", "environment", "env_file":
 			envs.read(w, e)
 		case "command":
-			svc.Command = w.command(e.vn, e.path)
+			svc.Command = w.serviceCommand(&compose, e)
 		case "args":
 			svc.Args, _ = w.strList(e.vn, e.path)
 			w.checkArgvVars(e.vn, e.path, svc.Args)
@@ -61,16 +62,17 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 				svc.StopGracePeriod = DefaultStopGrace
 			}
 		case "x-engenho":
-			svc.Engenho, secretEnv = w.engenho(e.vn, e.path)
+			svc.Engenho, secretEnv = w.engenho(e.vn, e.path, func(x entry) bool { return w.engenhoServiceKey(&svc, x) })
 		default:
 			if isResourceKey(e.key) {
 				w.serviceResource(&res, e)
-			} else if !isExtension(e.key) {
+			} else if !isExtension(e.key) && !w.composeKey(&svc, &compose, e) {
 				w.unknownKey(e, serviceKeys)
 			}
 		}
 	}
 	svc.Env = envs.merged()
+	w.finishCompose(&svc, &compose, path)
 	w.mergeResources(&svc, res)
 	if svc.Hibernate != nil && !graceSet {
 		svc.StopGracePeriod = DefaultHibernatedGrace

@@ -105,7 +105,7 @@ func TestParseEveryKeySVC1(t *testing.T) {
 			func(s *Service) { s.DependsOn = []Dependency{{Service: "db", Condition: ConditionStarted}} }},
 		{"depends_on map", "depends_on:\n  db: {condition: service_healthy}\n  cache:\n  q: {}", true,
 			func(s *Service) {
-				s.DependsOn = []Dependency{{"db", ConditionHealthy}, {"cache", ConditionStarted}, {"q", ConditionStarted}}
+				s.DependsOn = []Dependency{{Service: "db", Condition: ConditionHealthy}, {Service: "cache", Condition: ConditionStarted}, {Service: "q", Condition: ConditionStarted}}
 			}},
 		{"deploy.replicas", "deploy: {replicas: 3}", true, func(s *Service) { s.Deploy.Replicas = 3 }},
 		{"deploy.replicas 0", "deploy: {replicas: 0}", true, func(s *Service) { s.Deploy.Replicas = 0 }},

@@ -52,6 +52,10 @@ type revisionInput struct {
 	// Left out when zero, so revisions written before they existed stay.
 	MemoryReservation int64 `json:"memory_reservation,omitempty"`
 	Pids              int64 `json:"pids,omitempty"`
+	// Labels and container_name are stored on the instance (the latter as
+	// the label engenho.container_name), so a change replaces it.
+	Labels        map[string]string `json:"labels,omitempty"`
+	ContainerName string            `json:"container_name,omitempty"`
 }
 
 type revisionHealth struct {
@@ -92,6 +96,8 @@ func (s Service) Revision() string {
 
 		MemoryReservation: s.Deploy.Resources.MemoryReservationBytes,
 		Pids:              s.Deploy.Resources.Pids,
+		Labels:            s.Labels,
+		ContainerName:     s.ContainerName,
 	}
 	for _, p := range s.Ports {
 		in.Targets = append(in.Targets, p.Target)

@@ -124,7 +124,7 @@ func TestRevisionSensitivitySVC3SVC4(t *testing.T) {
 		{"drain", func(s *Service) { s.Engenho.Drain = 0 }, false},
 		{"edge host", func(s *Service) { s.Engenho.Host = "api.example.com" }, false},
 		{"stop_grace_period", func(s *Service) { s.StopGracePeriod = time.Minute }, false},
-		{"depends_on", func(s *Service) { s.DependsOn = []Dependency{{"db", ConditionStarted}} }, false},
+		{"depends_on", func(s *Service) { s.DependsOn = []Dependency{{Service: "db", Condition: ConditionStarted}} }, false},
 		{"sidecars", func(s *Service) { s.Sidecars = []Sidecar{{Name: "x", Command: []string{"x"}}} }, false},
 		{"secret flag only", func(s *Service) { s.Env["A"] = Secret("1") }, false},
 		{"name", func(s *Service) { s.Name = "other" }, false},

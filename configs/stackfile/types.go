@@ -69,6 +69,21 @@ type Service struct {
 	StopGracePeriod time.Duration `json:"stop_grace_period"`
 	// Engenho holds the `x-engenho` knobs, defaults applied.
 	Engenho Engenho `json:"x-engenho"`
+
+	// Labels are the user's labels (`labels`), stored on every instance
+	// beside engenho's own (SVC-3); no key starts with "engenho.".
+	Labels map[string]string `json:"labels,omitempty"`
+	// ContainerName is Compose's `container_name`: kept as the label
+	// engenho.container_name on the one instance, never its name (the
+	// instance name stays STACK-SERVICE-SLOT-ID, SVC-3).
+	ContainerName string `json:"container_name,omitempty"`
+	// Expose lists the ports (`expose`: "80", "8000-8010") the service
+	// listens on without publishing. Recorded only: on the node's shared
+	// network every listening port is already reachable from the node.
+	Expose []string `json:"expose,omitempty"`
+	// Profiles are the Compose profiles the service belongs to; empty
+	// means always enabled. A parsed stack holds enabled services only.
+	Profiles []string `json:"profiles,omitempty"`
 }
 
 // Argv is the full command line of an instance: Command then Args.
@@ -211,6 +226,15 @@ const (
 type Dependency struct {
 	Service   string `json:"service"`
 	Condition string `json:"condition"`
+	// Restart is Compose's depends_on.X.restart: restart this service
+	// when the dependency is restarted by an update. Recorded only: the
+	// service actor does not act on it yet.
+	Restart bool `json:"restart,omitempty"`
+	// Optional is Compose's required: false. A dependency on a service
+	// that is not in the stack (or not enabled by a profile) is then
+	// dropped with a warning instead of refused; one that is present gates
+	// the start like any other.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // Deploy is the `deploy` block.

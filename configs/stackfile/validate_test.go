@@ -250,8 +250,8 @@ func TestValidateCycleSVC2(t *testing.T) {
 	node, drv := newFakeNode(t)
 	a, b := NewService("a"), NewService("b")
 	a.Command, b.Command = []string{"/bin/web"}, []string{"/bin/web"}
-	a.DependsOn = []Dependency{{"b", ConditionStarted}}
-	b.DependsOn = []Dependency{{"a", ConditionStarted}}
+	a.DependsOn = []Dependency{{Service: "b", Condition: ConditionStarted}}
+	b.DependsOn = []Dependency{{Service: "a", Condition: ConditionStarted}}
 	st := &Stack{Name: "s", Order: []string{"a", "b"}, Services: map[string]Service{"a": a, "b": b}}
 	err := Validate(context.Background(), st, node)
 	if !errors.Is(err, ErrDependency) || !strings.Contains(err.Error(), "dependency cycle: a → b → a") {

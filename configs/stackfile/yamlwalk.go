@@ -85,6 +85,8 @@ type walker struct {
 	visits         int
 	overrun        bool
 	merging        map[*yaml.Node]bool
+	// activeProfiles are the active Compose profiles (Options.Profiles).
+	activeProfiles []string
 }
 
 func newWalker(file string) *walker {
@@ -443,27 +445,10 @@ func describeKind(n *yaml.Node) string {
 // unknownKey records an unknown key with a hint when one is likely.
 func (w *walker) unknownKey(e entry, allowed []string) {
 	msg := "unknown key"
-	if hint, ok := composeHints[e.key]; ok {
-		msg += " (" + hint + ")"
-	} else if near := nearest(e.key, allowed); near != "" {
+	if near := nearest(e.key, allowed); near != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", near)
 	}
 	w.problem(e.kn, e.path, ErrUnknownKey, "%s", msg)
-}
-
-// composeHints explain Compose keys this format leaves out.
-var composeHints = map[string]string{
-	"build":          "engenho runs what exists; build images or binaries beforehand",
-	"restart":        "use deploy.restart_policy.condition",
-	"volumes":        "engenho has no volumes; a hibernating service parks hibernate.data_dir",
-	"networks":       "engenho has no networks; publish ports through the balancer",
-	"container_name": "instance names are STACK-SERVICE-SLOT-ID",
-	"environment":    "the key is env",
-	"entrypoint":     "use command (argv) and args",
-	"expose":         "list the port under ports with a target only",
-	"scale":          "use deploy.replicas",
-	"secrets":        "mark env values secret: {value: ..., secret: true} or x-engenho.secret_env",
-	"configs":        "engenho has no configs",
 }
 
 // nearest returns the allowed key within edit distance 2 of key, if any.

@@ -52,6 +52,13 @@ func checkName(field, v string) error {
 	if v == "" {
 		return badField(field, "required")
 	}
+	if field == "service" {
+		// Compose allows "_" in service names (stackfile.ValidServiceName).
+		if !stackfile.ValidServiceName(v) {
+			return badField(field, "%s is not a valid name ([a-z0-9][a-z0-9_-]{0,62})", quote(v))
+		}
+		return nil
+	}
 	if !stackfile.ValidName(v) {
 		return badField(field, "%s is not a valid name ([a-z0-9][a-z0-9-]{0,62})", quote(v))
 	}

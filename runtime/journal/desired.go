@@ -55,7 +55,7 @@ func checkDeployment(d Deployment) error {
 		return invalid("source", "%d bytes exceeds %d", len(d.Source), MaxSourceBytes)
 	}
 	for svc, rev := range d.Revisions {
-		if err := checkName("revisions: service", svc); err != nil {
+		if err := checkServiceName("revisions: service", svc); err != nil {
 			return err
 		}
 		if err := checkRevision("revisions["+svc+"]", rev); err != nil {

@@ -22,7 +22,7 @@ func checkService(stack, service string) error {
 	if err := checkName("stack", stack); err != nil {
 		return err
 	}
-	return checkName("service", service)
+	return checkServiceName("service", service)
 }
 
 // StopService records that stack/service must stay stopped. Stopping a

@@ -127,3 +127,29 @@ func TestMoveAsideHoldsLockAndKeepsData(t *testing.T) {
 		t.Fatalf("fresh journal: %s", fresh.PreviousClose().State)
 	}
 }
+
+// SVC-1, SEC-3: a service name may hold "_" (Compose allows it); a stack
+// name may not, and neither may hold the key separator or a dot.
+func TestServiceNamesMayHoldUnderscore(t *testing.T) {
+	j, _ := openTest(t, t.TempDir(), nil)
+	cases := []struct {
+		stack, service string
+		ok             bool
+	}{
+		{"web", "my_api", true},
+		{"web", "api", true},
+		{"my_web", "api", false},
+		{"web", "a/b", false},
+		{"web", "..", false},
+		{"web", "_api", false},
+		{"web", "Api", false},
+	}
+	for _, tc := range cases {
+		err := j.StopService(tc.stack, tc.service)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("StopService(%q, %q) = %v, want ok %v", tc.stack, tc.service, err, tc.ok)
+		}
+	}
+	_, err := j.RecordDeployment("web", Deployment{Definition: json.RawMessage(`{"a":1}`), Source: "socket", Revisions: map[string]string{"my_api": "abc123"}})
+	noErr(t, err)
+}

@@ -73,6 +73,7 @@ func seqFromKey(key []byte, prefix string) (uint64, error) {
 
 var (
 	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	serviceRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 	revisionRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 	hostRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
@@ -81,6 +82,16 @@ var (
 func checkName(field, name string) error {
 	if !nameRE.MatchString(name) {
 		return invalid(field, "%q must match [a-z0-9][a-z0-9-]{0,62}", name)
+	}
+	return nil
+}
+
+// checkServiceName validates a service name: a stack name that may also
+// hold "_", as Compose allows (stackfile.ValidServiceName). "_" is not the
+// key separator, so it is as safe in a key (SEC-3).
+func checkServiceName(field, name string) error {
+	if !serviceRE.MatchString(name) {
+		return invalid(field, "%q must match [a-z0-9][a-z0-9_-]{0,62}", name)
 	}
 	return nil
 }

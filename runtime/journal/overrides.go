@@ -222,7 +222,7 @@ func checkOverride(stack string, o Override) error {
 	}
 	switch o.Field {
 	case FieldReplicas:
-		if err := checkName("override: service", o.Service); err != nil {
+		if err := checkServiceName("override: service", o.Service); err != nil {
 			return err
 		}
 	case FieldDeployment:
@@ -258,7 +258,7 @@ func checkDeclaration(d Declaration) error {
 		return invalid("declared: source", "%d bytes exceeds %d", len(d.Source), MaxSourceBytes)
 	}
 	for svc, n := range d.Replicas {
-		if err := checkName("declared: service", svc); err != nil {
+		if err := checkServiceName("declared: service", svc); err != nil {
 			return err
 		}
 		if n < 0 {
