@@ -66,6 +66,7 @@ func checkStack(st *Stack) []Problem {
 	}
 	c.dependencies(st)
 	c.claims(st)
+	c.volumes(st)
 	return c.problems
 }
 

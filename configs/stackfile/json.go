@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -124,6 +125,9 @@ func (st *Stack) Clone() *Stack {
 	for name, svc := range st.Services {
 		out.Services[name] = svc.Clone()
 	}
+	if st.Volumes != nil {
+		out.Volumes = maps.Clone(st.Volumes)
+	}
 	return out
 }
 
@@ -150,6 +154,7 @@ func (s Service) Clone() Service {
 		}
 	}
 	out.Engenho.Backoff.Delays = slices.Clone(s.Engenho.Backoff.Delays)
+	out.Volumes = slices.Clone(s.Volumes)
 	return out
 }
 

@@ -24,7 +24,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		// service keys
 		{"unknown key with a suggestion", "comand: x", false, "comand", 1, ErrUnknownKey, "did you mean command?"},
 		{"Compose key with a hint", "restart: always", true, "restart", 1, ErrUnknownKey, "deploy.restart_policy.condition"},
-		{"Compose volumes", "volumes: [/a:/b]", true, "volumes", 1, ErrUnknownKey, "no volumes"},
+		{"Compose volumes: a named volume must be declared", "volumes: [data:/b]", true, "volumes[0]", 1, ErrValue, `volume "data" is not declared under the top-level volumes`},
 		{"nothing to run", "env: {A: b}", false, "", 0, ErrMissing, "needs command or image"},
 		{"service is not a map", "", false, "", 0, ErrType, "want a map"},
 		// command, args, image
@@ -275,7 +275,7 @@ func TestParseFileLevelErrorsSVC1(t *testing.T) {
 		{"no services", "name: x\n", "services", 1, ErrMissing, "at least one service"},
 		{"services empty", "services: {}\n", "services", 1, ErrMissing, "at least one service"},
 		{"services list", "services: [a]\n", "services", 1, ErrType, "want a map"},
-		{"top unknown", "services: {a: {command: x}}\nvolumes: {}\n", "volumes", 2, ErrUnknownKey, "no volumes"},
+		{"top unknown", "services: {a: {command: x}}\nconfigs: {}\n", "configs", 2, ErrUnknownKey, "no configs"},
 		{"top unknown suggestion", "services: {a: {command: x}}\nservice: {}\n", "service", 2, ErrUnknownKey, "did you mean services?"},
 		{"bad service name", "services:\n  My_App: {command: x}\n", "services.My_App", 2, ErrValue, "invalid service name"},
 		{"service name too long", "services:\n  " + strings.Repeat("a", 64) + ": {command: x}\n", "services." + strings.Repeat("a", 64), 2, ErrValue, "invalid service name"},

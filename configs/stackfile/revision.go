@@ -52,6 +52,24 @@ type revisionInput struct {
 	// Left out when zero, so revisions written before they existed stay.
 	MemoryReservation int64 `json:"memory_reservation,omitempty"`
 	Pids              int64 `json:"pids,omitempty"`
+	// Mounts are what the instance sees of volumes and binds, sorted by
+	// target (file order does not matter).
+	Mounts []revisionMount `json:"mounts,omitempty"`
+}
+
+type revisionMount struct {
+	Type     string `json:"type"`
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"ro,omitempty"`
+}
+
+func revisionMounts(s Service) []revisionMount {
+	var out []revisionMount
+	for _, m := range s.Mounts() {
+		out = append(out, revisionMount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	return out
 }
 
 type revisionHealth struct {
@@ -92,6 +110,7 @@ func (s Service) Revision() string {
 
 		MemoryReservation: s.Deploy.Resources.MemoryReservationBytes,
 		Pids:              s.Deploy.Resources.Pids,
+		Mounts:            revisionMounts(s),
 	}
 	for _, p := range s.Ports {
 		in.Targets = append(in.Targets, p.Target)
@@ -117,6 +136,7 @@ type sidecarRevisionInput struct {
 	Env        map[string]string `json:"env,omitempty"`
 	WorkingDir string            `json:"working_dir,omitempty"`
 	User       string            `json:"user,omitempty"`
+	Mounts     []revisionMount   `json:"mounts,omitempty"`
 }
 
 // SidecarRevision is the revision of sidecar sc of s.
@@ -133,7 +153,7 @@ func (s Service) SidecarRevision(sc Sidecar) string {
 	}
 	return hashJSON(sidecarRevisionInput{
 		V: revisionFormat, Driver: s.Driver, Command: sc.Command, Image: s.Image,
-		Env: env, WorkingDir: wd, User: s.User,
+		Env: env, WorkingDir: wd, User: s.User, Mounts: revisionMounts(s),
 	})
 }
 

@@ -455,7 +455,6 @@ func (w *walker) unknownKey(e entry, allowed []string) {
 var composeHints = map[string]string{
 	"build":          "engenho runs what exists; build images or binaries beforehand",
 	"restart":        "use deploy.restart_policy.condition",
-	"volumes":        "engenho has no volumes; a hibernating service parks hibernate.data_dir",
 	"networks":       "engenho has no networks; publish ports through the balancer",
 	"container_name": "instance names are STACK-SERVICE-SLOT-ID",
 	"environment":    "the key is env",
