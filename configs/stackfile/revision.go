@@ -33,7 +33,7 @@ const revisionFormat = 1
 //   - sidecars: each has its own revision (SidecarRevision).
 //
 // In, besides the obvious (argv, image, env, user, working_dir, driver,
-// target ports, resources): the healthcheck, so that a new probe is rolled
+// target ports, resources, the mounts of volumes and binds): the healthcheck, so that a new probe is rolled
 // out like a new binary, one batch at a time with failure_action guarding
 // it, instead of judging every running instance by a probe never tried.
 type revisionInput struct {
