@@ -43,6 +43,9 @@ func CheckMounts(mounts []Mount) error {
 			if !cleanAbs(m.Source) {
 				return fmt.Errorf("bind source %q: want a clean absolute path", m.Source)
 			}
+			if m.External {
+				return fmt.Errorf("bind %s: only a volume is external", m.Source)
+			}
 		default:
 			return fmt.Errorf("mount type %q: want %s or %s", m.Type, MountVolume, MountBind)
 		}

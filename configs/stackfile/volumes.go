@@ -35,6 +35,10 @@ type VolumeMount struct {
 	// Target is the clean absolute path inside the instance.
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"read_only,omitempty"`
+	// External: the volume is declared external; the driver must find it
+	// and never creates it. Not part of the revision (the instance sees
+	// the same volume either way).
+	External bool `json:"external,omitempty"`
 }
 
 // Mounts are svc's volumes as the driver takes them, sorted by target so
@@ -45,7 +49,7 @@ func (s Service) Mounts() []drivers.Mount {
 	}
 	out := make([]drivers.Mount, 0, len(s.Volumes))
 	for _, v := range s.Volumes {
-		out = append(out, drivers.Mount{Type: v.Type, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly})
+		out = append(out, drivers.Mount{Type: v.Type, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly, External: v.External})
 	}
 	drivers.SortMounts(out)
 	return out
@@ -159,7 +163,8 @@ func settleVolumes(st *Stack) {
 	for name, svc := range st.Services {
 		for i, m := range svc.Volumes {
 			if m.Type == drivers.MountVolume {
-				svc.Volumes[i].Source = st.Volumes[m.Volume].Name
+				v := st.Volumes[m.Volume]
+				svc.Volumes[i].Source, svc.Volumes[i].External = v.Name, v.External
 			}
 		}
 		st.Services[name] = svc
@@ -492,6 +497,8 @@ func (c *checker) volumeMount(p string, st *Stack, m VolumeMount) {
 		c.add(p, ErrValue, "volume %s is not declared under the top-level volumes (add volumes: {%s: {}})", quote(m.Volume), m.Volume)
 	case m.Source != v.Name:
 		c.add(p, ErrValue, "source %s is not volume %s's name %s", quote(m.Source), quote(m.Volume), quote(v.Name))
+	case m.External != v.External:
+		c.add(p, ErrValue, "volume %s: external is %t here and %t at the top level", quote(m.Volume), m.External, v.External)
 	}
 }
 

@@ -37,9 +37,9 @@ func TestServiceVolumesCompose(t *testing.T) {
 		{"top-level name: replaces STACK_KEY", "[shared:/cache]",
 			[]VolumeMount{{Type: drivers.MountVolume, Volume: "shared", Source: "common-cache", Target: "/cache"}}},
 		{"external volume keeps its key", "[old:/old]",
-			[]VolumeMount{{Type: drivers.MountVolume, Volume: "old", Source: "old", Target: "/old"}}},
+			[]VolumeMount{{Type: drivers.MountVolume, Volume: "old", Source: "old", Target: "/old", External: true}}},
 		{"external volume with name", "[ext:/media]",
-			[]VolumeMount{{Type: drivers.MountVolume, Volume: "ext", Source: "site-media", Target: "/media"}}},
+			[]VolumeMount{{Type: drivers.MountVolume, Volume: "ext", Source: "site-media", Target: "/media", External: true}}},
 		{"short absolute bind", "[/etc/ssl/certs:/certs:ro]",
 			[]VolumeMount{{Type: drivers.MountBind, Source: "/etc/ssl/certs", Target: "/certs", ReadOnly: true}}},
 		{"short absolute bind is cleaned", "[/srv//site/:/site]",
@@ -309,6 +309,15 @@ func TestVolumesJournalRoundTrip(t *testing.T) {
 	delete(bad.Volumes, "data")
 	if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "not declared") {
 		t.Errorf("Check of an undeclared volume: %v", err)
+	}
+	// A mount that says external when its volume is not.
+	bad = back.Clone()
+	svc := bad.Services["api"]
+	for i := range svc.Volumes {
+		svc.Volumes[i].External = svc.Volumes[i].Type == drivers.MountVolume
+	}
+	if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "external is true here and false at the top level") {
+		t.Errorf("Check of a mismatched external: %v", err)
 	}
 }
 

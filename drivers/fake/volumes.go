@@ -15,8 +15,8 @@ type volumeSet map[string]bool
 // addVolumes records the named volumes spec mounts; d.mu must be held.
 func (d *Driver) addVolumes(spec drivers.Spec) {
 	for _, m := range spec.Mounts {
-		if m.Type != drivers.MountVolume {
-			continue
+		if m.Type != drivers.MountVolume || m.External {
+			continue // an external volume is not the driver's to make
 		}
 		if d.vols == nil {
 			d.vols = volumeSet{}

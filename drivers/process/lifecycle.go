@@ -48,6 +48,9 @@ func (d *Driver) checkSpec(spec drivers.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
 	}
+	if err := d.checkExternal(spec); err != nil { // mounts.go
+		return err
+	}
 	return d.checkLimits(spec.Resources)
 }
 
@@ -156,6 +159,9 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 	}
 	prog, argv := in.prog, spec.Command
 	if len(spec.Mounts) > 0 { // mounts.go
+		if err := d.checkExternal(spec); err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
+		}
 		if err := d.prepareVolumes(spec, id); err != nil {
 			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
 		}

@@ -121,11 +121,26 @@ func describeSource(m drivers.Mount) string {
 	return "bind source " + m.Source
 }
 
+// checkExternal: every external volume of spec exists; the driver never
+// makes one.
+func (d *Driver) checkExternal(spec drivers.Spec) error {
+	for _, m := range spec.Mounts {
+		if !m.External || m.Type != drivers.MountVolume {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(d.volumesDir(), m.Source))
+		if err != nil || !fi.IsDir() {
+			return fmt.Errorf("external volume %s does not exist: engenho never makes an external volume; create the directory %s, or drop external: true", m.Source, filepath.Join(d.volumesDir(), m.Source))
+		}
+	}
+	return nil
+}
+
 // prepareVolumes makes the spec's named volumes that do not exist yet,
-// owned by the workload's user.
+// owned by the workload's user; an external one is left alone.
 func (d *Driver) prepareVolumes(spec drivers.Spec, id identity) error {
 	for _, m := range spec.Mounts {
-		if m.Type != drivers.MountVolume {
+		if m.Type != drivers.MountVolume || m.External {
 			continue
 		}
 		if err := os.MkdirAll(d.volumesDir(), 0o700); err != nil {

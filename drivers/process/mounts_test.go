@@ -269,3 +269,28 @@ func TestValidateMounts(t *testing.T) {
 		t.Errorf("Validate made the volumes directory")
 	}
 }
+
+// An external volume is never made by the driver: Validate and Start
+// refuse it until it exists, then it mounts like any volume.
+func TestExternalVolume(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	d := newDriver(t, dir)
+	defer d.Close()
+	target := t.TempDir()
+	spec := mountSpec("ext", "cat "+target+"/f", drivers.Mount{Type: drivers.MountVolume, Source: "media", Target: target, External: true})
+	if err := d.Validate(ctxT(t), spec); !errors.Is(err, drivers.ErrInvalid) || !strings.Contains(err.Error(), "never makes an external volume") {
+		t.Fatalf("Validate of a missing external volume: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "volumes", "media")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the driver made the external volume: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "volumes", "media"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "volumes", "media", "f"), []byte("made outside\n"), 0o644)
+	out, e := runToEnd(t, d, spec)
+	if e.ExitCode != 0 || !strings.Contains(out, "made outside") {
+		t.Errorf("exit %+v, output %q", e, out)
+	}
+}

@@ -43,6 +43,14 @@ volumes:
 `, version, target, conf, proof))
 	}
 	n.start("running")
+	// An external volume must exist: apply refuses it otherwise.
+	out, code := n.cli("apply", stack("v1"))
+	if code == 0 || !strings.Contains(out, "external volume shared does not exist") {
+		t.Errorf("apply with a missing external volume: exit %d\n%s", code, out)
+	}
+	if err := os.MkdirAll(filepath.Join(n.data(), "volumes", "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	n.mustCLI("apply", stack("v1"))
 	n.eventually("the first run wrote its proof", 60*time.Second, func() bool {
 		b, _ := os.ReadFile(proof)
@@ -58,7 +66,7 @@ volumes:
 		t.Errorf("the volume's writes reached the host path: %v", err)
 	}
 
-	out := n.mustCLI("remove", "vols", "--volumes")
+	out = n.mustCLI("remove", "vols", "--volumes")
 	if !strings.Contains(out, "deleted volume vols_data") || strings.Contains(out, "shared") {
 		t.Errorf("remove --volumes output:\n%s", out)
 	}
