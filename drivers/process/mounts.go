@@ -239,7 +239,7 @@ func execInNamespace(pid int, wd, prog string, argv []string, id identity) (stri
 	}
 	out := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(pid) + "/ns/mnt"}
 	if wd != "" {
-		out = append(out, "--wd="+wd)
+		out = append(out, "--wdns="+wd) // --wd would open it outside the namespace
 	}
 	out = append(out, "--")
 	if id.cred != nil {

@@ -294,3 +294,28 @@ func TestExternalVolume(t *testing.T) {
 		t.Errorf("exit %+v, output %q", e, out)
 	}
 }
+
+// A probe of an instance with mounts and a user runs as that user, in
+// the instance's namespace, in its working directory.
+func TestExecWithMountsAndUser(t *testing.T) {
+	needRoot(t)
+	d := newDriver(t, t.TempDir())
+	defer d.Close()
+	target := t.TempDir()
+	if err := os.Chmod(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := mountSpec("probed", "echo v > f; echo up; exec sleep 3600",
+		drivers.Mount{Type: drivers.MountVolume, Source: "t_probed", Target: target})
+	spec.User, spec.WorkingDir = "65534", target
+	mustCreate(t, d, spec)
+	mustStart(t, d, "probed")
+	waitLogs(t, d, "probed", "up")
+	res, err := d.Exec(ctxT(t), "probed", []string{"sh", "-c", "id -u; pwd; cat f"})
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "65534\n"+target+"\nv\n" {
+		t.Errorf("Exec: %+v (stdout %q, stderr %q), %v", res, res.Stdout, res.Stderr, err)
+	}
+	if err := d.Kill(ctxT(t), "probed"); err != nil {
+		t.Fatal(err)
+	}
+}
