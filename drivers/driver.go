@@ -118,6 +118,10 @@ type Mount struct {
 	// Target is the absolute path inside the instance.
 	Target   string
 	ReadOnly bool
+	// External marks a volume made outside engenho (Compose's `external:
+	// true`): the driver must not create it, and refuses to run without
+	// it. Added for issue 15; false for a bind.
+	External bool
 }
 
 // SecretFile is one secret an instance reads as a file.

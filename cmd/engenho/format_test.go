@@ -279,6 +279,9 @@ func TestSVC17RemoveAndRollbackSayWhatTheyDid(t *testing.T) {
 	same(t, "remove", formatRemove(removed), "removing stack web (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\n")
 	removed.AlreadyRemoving = true
 	same(t, "remove again", formatRemove(removed), "stack web is already being removed (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\n")
+	// remove --volumes: the named volumes it deleted once the stack was gone.
+	removed.VolumesDeleted = []string{"web_data", "web_media"}
+	same(t, "remove --volumes", formatRemove(removed), "stack web is already being removed (deployment 4):\nSERVICE  ACTION  REVISION      REPLICAS  CHANGED\napi      remove  aaaaaaaaaaaa  2         -\ndeleted volume web_data\ndeleted volume web_media\n")
 	back := control.ChangeResult{Stack: "web", Deployment: "1", Changes: []stackfile.Change{
 		{Service: "api", Action: stackfile.ActionUpdate, FromRevision: "bbbbbbbbbbbb", ToRevision: "aaaaaaaaaaaa", FromReplicas: 2, ToReplicas: 2, Fields: []string{"command"}}}}
 	same(t, "rollback", formatRollback(back), "rolling back stack web to deployment 1:\nSERVICE  ACTION  REVISION                      REPLICAS  CHANGED\napi      update  bbbbbbbbbbbb -> aaaaaaaaaaaa  2         command\n")

@@ -40,10 +40,15 @@ func init() {
 // formatRemove: "removing stack web (deployment 5):" and every service's
 // removal, or that the stack was already being removed.
 func formatRemove(res control.ChangeResult) string {
+	heading := "removing stack " + res.Stack
 	if res.AlreadyRemoving {
-		return formatChanges("stack "+res.Stack+" is already being removed", res)
+		heading = "stack " + res.Stack + " is already being removed"
 	}
-	return formatChanges("removing stack "+res.Stack, res)
+	out := formatChanges(heading, res)
+	for _, v := range res.VolumesDeleted {
+		out += "deleted volume " + v + "\n"
+	}
+	return out
 }
 
 // formatChanges: a heading with the deployment recorded, then the changes

@@ -67,6 +67,7 @@ func checkStack(st *Stack) []Problem {
 	c.dependencies(st)
 	c.claims(st)
 	c.instanceNameClashes(st)
+	c.volumes(st)
 	return c.problems
 }
 

@@ -43,7 +43,6 @@ const (
 // not honoured; the honoured ones are in serviceKeys and composeKey.
 var composeServiceRules = map[string]keyRule{
 	"build":               {true, "build the image first, then reference it with image:"},
-	"volumes":             {true, notYet},
 	"volumes_from":        {true, notYet},
 	"secrets":             {true, notYet},
 	"configs":             {true, notYet},
@@ -117,7 +116,6 @@ var composeServiceRules = map[string]keyRule{
 // composeTopRules are the top-level Compose keys besides name, version,
 // services and x-*.
 var composeTopRules = map[string]keyRule{
-	"volumes":  {true, notYet},
 	"secrets":  {true, notYet},
 	"configs":  {true, notYet},
 	"include":  {true, notYet + "; give every file to engenho apply"},

@@ -560,7 +560,6 @@ func TestComposeUnsupportedKeysSVC1(t *testing.T) {
 		{"build map", "build:\n  context: .\n  dockerfile: Dockerfile", wantProblem{"build", 1, ErrUnsupported, "build the image first"}, false},
 		{"udp short", `ports: ["53:53/udp"]`, wantProblem{"ports[0]", 1, ErrUnsupported, "TCP only"}, false},
 		{"udp long", "ports:\n  - target: 53\n    protocol: udp", wantProblem{"ports[0].protocol", 3, ErrUnsupported, "TCP only"}, false},
-		{"volumes", "volumes:\n  - data:/var/lib/data\n  - ./x:/x", wantProblem{"volumes", 1, ErrUnsupported, "not supported yet"}, false},
 		{"secrets", "secrets: [db_password]", wantProblem{"secrets", 1, ErrUnsupported, "not supported yet"}, false},
 		{"privileged", "privileged: true", wantProblem{"privileged", 1, ErrUnsupported, "never runs an instance privileged"}, false},
 		{"cap_drop", "cap_drop: [ALL]", wantProblem{"cap_drop", 1, ErrUnsupported, "more than it asked for"}, false},
@@ -597,7 +596,6 @@ func TestComposeUnsupportedKeysSVC1(t *testing.T) {
 	top := "services: {a: {command: x}}\nnetworks: {front: {}}\nvolumes: {data: {}}\nsecrets: {s: {file: ./s}}\nx-anything: {a: 1}\nconfigs: {}\n"
 	_, ps, warns := parseAll(t, top, Options{})
 	checkProblems(t, ps, []wantProblem{
-		{"/volumes", 3, ErrUnsupported, "not supported yet"},
 		{"/secrets", 4, ErrUnsupported, "not supported yet"},
 		{"/configs", 6, ErrUnsupported, "not supported yet"},
 	}, 0)

@@ -110,6 +110,7 @@ func InstanceSpec(svc Service, inst Instance) drivers.Spec {
 			MemoryReservationBytes: svc.Deploy.Resources.MemoryReservationBytes,
 			Pids:                   svc.Deploy.Resources.Pids,
 		},
+		Mounts: svc.Mounts(),
 	}
 	for _, p := range svc.Ports {
 		spec.Ports = append(spec.Ports, drivers.Port{Target: p.Target, HostPort: inst.HostPorts[p.Target], Protocol: p.Protocol})
@@ -140,6 +141,9 @@ func SidecarSpec(svc Service, sc Sidecar, inst Instance) drivers.Spec {
 		SecretEnv:  secretKeys(svc.Env, sc.Env),
 		WorkingDir: wd,
 		User:       svc.User,
+		// A sidecar sees the service's volumes: it works on the same data
+		// (a backup, a log shipper, a migration).
+		Mounts: svc.Mounts(),
 	}
 }
 

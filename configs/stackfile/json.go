@@ -125,6 +125,9 @@ func (st *Stack) Clone() *Stack {
 	for name, svc := range st.Services {
 		out.Services[name] = svc.Clone()
 	}
+	if st.Volumes != nil {
+		out.Volumes = maps.Clone(st.Volumes)
+	}
 	return out
 }
 
@@ -154,6 +157,7 @@ func (s Service) Clone() Service {
 	out.Labels = maps.Clone(s.Labels)
 	out.Expose = slices.Clone(s.Expose)
 	out.Profiles = slices.Clone(s.Profiles)
+	out.Volumes = slices.Clone(s.Volumes)
 	return out
 }
 

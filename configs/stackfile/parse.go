@@ -69,6 +69,7 @@ func ParseWith(filename string, data []byte, opts Options) (*Stack, error) {
 		nameNode = w.stack(root, st)
 	}
 	w.resolveName(st, nameNode, filename, opts.Name)
+	settleVolumes(st)
 	w.addChecks(checkStack(st))
 	st.pos = w.pos
 	sortProblems(w.warnings)
@@ -206,7 +207,7 @@ func longKey(data []byte) (line, length int, ok bool) {
 	return 0, 0, false
 }
 
-var topKeys = []string{"name", "version", "services"}
+var topKeys = []string{"name", "version", "services", "volumes"}
 
 // stack reads the top level; it returns the `name` node, if any.
 func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
@@ -225,6 +226,8 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 			// Ignored, as Compose does.
 		case e.key == "services":
 			services = &entries[i]
+		case e.key == "volumes":
+			w.topVolumes(e.vn, e.path, st)
 		case isExtension(e.key):
 			// x-* keys hold anchors for merges; ignored.
 		default:

@@ -24,7 +24,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		// service keys
 		{"unknown key with a suggestion", "comand: x", false, "comand", 1, ErrUnknownKey, "did you mean command?"},
 		{"Compose key engenho cannot run", "build: .", true, "build", 1, ErrUnsupported, "build the image first, then reference it with image:"},
-		{"Compose volumes", "volumes: [/a:/b]", true, "volumes", 1, ErrUnsupported, "not supported yet"},
+		{"Compose volumes: a named volume must be declared", "volumes: [data:/b]", true, "volumes[0]", 1, ErrValue, `volume "data" is not declared under the top-level volumes`},
 		{"nothing to run", "env: {A: b}", false, "", 0, ErrMissing, "needs command or image"},
 		{"service is not a map", "", false, "", 0, ErrType, "want a map"},
 		// command, args, image
@@ -275,7 +275,6 @@ func TestParseFileLevelErrorsSVC1(t *testing.T) {
 		{"no services", "name: x\n", "services", 1, ErrMissing, "at least one service"},
 		{"services empty", "services: {}\n", "services", 1, ErrMissing, "at least one service"},
 		{"services list", "services: [a]\n", "services", 1, ErrType, "want a map"},
-		{"top volumes", "services: {a: {command: x}}\nvolumes: {}\n", "volumes", 2, ErrUnsupported, "not supported yet"},
 		{"top unknown", "services: {a: {command: x}}\nvolume: {}\n", "volume", 2, ErrUnknownKey, "unknown key"},
 		{"top unknown suggestion", "services: {a: {command: x}}\nservice: {}\n", "service", 2, ErrUnknownKey, "did you mean services?"},
 		{"bad service name", "services:\n  My_App: {command: x}\n", "services.My_App", 2, ErrValue, "invalid service name"},

@@ -41,6 +41,9 @@ func renderNode(st *Stack) *yaml.Node {
 	root := yamlMap()
 	addKey(root, "name", yamlScalar(st.Name, "!!str"))
 	addKey(root, "services", services)
+	if len(st.Volumes) > 0 {
+		addKey(root, "volumes", renderValue(reflect.ValueOf(st.Volumes)))
+	}
 	return root
 }
 

@@ -33,7 +33,7 @@ const revisionFormat = 1
 //   - sidecars: each has its own revision (SidecarRevision).
 //
 // In, besides the obvious (argv, image, env, user, working_dir, driver,
-// target ports, resources): the healthcheck, so that a new probe is rolled
+// target ports, resources, the mounts of volumes and binds): the healthcheck, so that a new probe is rolled
 // out like a new binary, one batch at a time with failure_action guarding
 // it, instead of judging every running instance by a probe never tried.
 type revisionInput struct {
@@ -56,6 +56,24 @@ type revisionInput struct {
 	// the label engenho.container_name), so a change replaces it.
 	Labels        map[string]string `json:"labels,omitempty"`
 	ContainerName string            `json:"container_name,omitempty"`
+	// Mounts are what the instance sees of volumes and binds, sorted by
+	// target (file order does not matter).
+	Mounts []revisionMount `json:"mounts,omitempty"`
+}
+
+type revisionMount struct {
+	Type     string `json:"type"`
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"ro,omitempty"`
+}
+
+func revisionMounts(s Service) []revisionMount {
+	var out []revisionMount
+	for _, m := range s.Mounts() {
+		out = append(out, revisionMount{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	return out
 }
 
 type revisionHealth struct {
@@ -98,6 +116,7 @@ func (s Service) Revision() string {
 		Pids:              s.Deploy.Resources.Pids,
 		Labels:            s.Labels,
 		ContainerName:     s.ContainerName,
+		Mounts:            revisionMounts(s),
 	}
 	for _, p := range s.Ports {
 		in.Targets = append(in.Targets, p.Target)
@@ -123,6 +142,7 @@ type sidecarRevisionInput struct {
 	Env        map[string]string `json:"env,omitempty"`
 	WorkingDir string            `json:"working_dir,omitempty"`
 	User       string            `json:"user,omitempty"`
+	Mounts     []revisionMount   `json:"mounts,omitempty"`
 }
 
 // SidecarRevision is the revision of sidecar sc of s.
@@ -139,7 +159,7 @@ func (s Service) SidecarRevision(sc Sidecar) string {
 	}
 	return hashJSON(sidecarRevisionInput{
 		V: revisionFormat, Driver: s.Driver, Command: sc.Command, Image: s.Image,
-		Env: env, WorkingDir: wd, User: s.User,
+		Env: env, WorkingDir: wd, User: s.User, Mounts: revisionMounts(s),
 	})
 }
 

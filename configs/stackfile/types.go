@@ -30,6 +30,10 @@ type Stack struct {
 	// file wrote it, so validation errors can name file:line too. Not
 	// serialised: a stack read back from the journal has no positions.
 	pos positions
+
+	// Volumes are the top-level named volumes (`volumes:`) by their key
+	// in the file, node-wide names settled (volumes.go).
+	Volumes map[string]Volume `json:"volumes,omitempty"`
 }
 
 // Service is one service of a stack, with every default applied.
@@ -84,6 +88,9 @@ type Service struct {
 	// Profiles are the Compose profiles the service belongs to; empty
 	// means always enabled. A parsed stack holds enabled services only.
 	Profiles []string `json:"profiles,omitempty"`
+	// Volumes are the service's named volumes and bind mounts
+	// (`volumes`, volumes.go), in file order. Its sidecars share them.
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 }
 
 // Argv is the full command line of an instance: Command then Args.

@@ -55,6 +55,7 @@ type Driver struct {
 	nextPid   int
 	nextRun   uint64
 	nextWatch uint64
+	vols      volumeSet // volumes.go
 }
 
 // fault is what is armed for one op.

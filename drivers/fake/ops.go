@@ -95,6 +95,7 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		logs:         newLogBuf(),
 		addrOverride: make(map[int]string),
 	}
+	d.addVolumes(spec)
 	return nil
 }
 
@@ -465,6 +466,7 @@ func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.Env = maps.Clone(s.Env)
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
+	s.Mounts = slices.Clone(s.Mounts)
 	return s
 }
 

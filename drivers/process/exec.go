@@ -32,6 +32,7 @@ func (d *Driver) Exec(ctx context.Context, name string, argv []string) (drivers.
 		return drivers.ExecResult{}, err
 	}
 	running, cg := in.proc != nil, in.cg
+	pid := in.rec.Pid
 	spec := cloneSpec(in.rec.Spec)
 	hostPorts := in.rec.HostPorts
 	in.mu.Unlock()
@@ -50,7 +51,14 @@ func (d *Driver) Exec(ctx context.Context, name string, argv []string) (drivers.
 	if err != nil {
 		return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrInvalid, err)
 	}
-	return d.runProbe(ctx, name, prog, argv, spec.WorkingDir, workloadEnv(spec, id, hostPorts), id, cg)
+	env, dir := workloadEnv(spec, id, hostPorts), spec.WorkingDir
+	if len(spec.Mounts) > 0 { // the probe sees what the workload sees (mounts.go)
+		if prog, argv, id, err = execInNamespace(pid, dir, prog, argv, id); err != nil {
+			return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrInvalid, err)
+		}
+		dir = ""
+	}
+	return d.runProbe(ctx, name, prog, argv, dir, env, id, cg)
 }
 
 // runProbe runs argv as a probe of the instance, inside its cgroup when it

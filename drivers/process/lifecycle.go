@@ -48,6 +48,9 @@ func (d *Driver) checkSpec(spec drivers.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
 	}
+	if err := d.checkExternal(spec); err != nil { // mounts.go
+		return err
+	}
 	return d.checkLimits(spec.Resources)
 }
 
@@ -154,10 +157,22 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 		Files: []uintptr{d.null.Fd(), out.Fd(), out.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: id.cred},
 	}
+	prog, argv := in.prog, spec.Command
+	if len(spec.Mounts) > 0 { // mounts.go
+		if err := d.checkExternal(spec); err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
+		}
+		if err := d.prepareVolumes(spec, id); err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
+		}
+		if prog, argv, err = d.mountLaunch(spec, prog, argv, id, attr.Sys); err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
+		}
+	}
 	if err := d.recordLaunch(in, token, hostPorts); err != nil {
 		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
 	}
-	sp, err := d.r.spawn(in.prog, spec.Command, attr, in.cg, true, d.onExit(in, run))
+	sp, err := d.r.spawn(prog, argv, attr, in.cg, true, d.onExit(in, run))
 	if err != nil {
 		in.rec.Launching = false
 		in.persist(in.snapshot())
@@ -492,5 +507,6 @@ func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.SecretEnv = slices.Clone(s.SecretEnv)
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
+	s.Mounts = slices.Clone(s.Mounts)
 	return s
 }

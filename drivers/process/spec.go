@@ -48,7 +48,10 @@ func checkSpec(spec drivers.Spec) error {
 			return fmt.Errorf("secret env %s is not in env", k)
 		}
 	}
-	return checkPorts(spec.Ports)
+	if err := checkPorts(spec.Ports); err != nil {
+		return err
+	}
+	return checkMounts(spec)
 }
 
 func checkPorts(ports []drivers.Port) error {

@@ -309,6 +309,9 @@ type ChangeResult struct {
 	// say what it means.
 	Override *messages.Override `json:"override,omitempty"`
 	Notes    []string           `json:"notes,omitempty"`
+	// VolumesDeleted are the named volumes `remove --volumes` deleted,
+	// once the stack was gone.
+	VolumesDeleted []string `json:"volumes_deleted,omitempty"`
 }
 
 // ScaleArgs sets a service's replica count (SVC-17).

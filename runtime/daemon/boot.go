@@ -273,7 +273,7 @@ func (d *Daemon) startTree() (func(), error) {
 	}
 	opts := root.Options{
 		Supervise:   supervise.Options{Strategy: strategy, Intensity: supervise.Intensity{MaxRestarts: s.MaxRestarts, Period: s.Period}, Ladder: s.Ladder},
-		OnStackGone: func(stack string) { d.forgetStack(p.deployer, stack) },
+		OnStackGone: func(stack string) { d.forgetStack(p.deployer, stack); p.deployer.stackGone(stack, rt.drivers) },
 		Removing:    p.removing,
 		Extra:       []supervise.ChildSpec{activator.Spec(d.activatorEnv(p, rt, env))},
 	}

@@ -48,6 +48,9 @@ type Deployer struct {
 	// shown is what status shows of the overrides, per stack and service
 	// (SVC-23): replaced after each write, read without the lock (DMN-13).
 	shown atomic.Pointer[map[string]map[string][]messages.Override]
+	// removals wait for a stack to be gone to delete its volumes
+	// (volumes.go).
+	removals volumeRemovals
 }
 
 // NewDeployer returns a deployer over j; node validates new definitions;

@@ -251,7 +251,7 @@ func (f *follower) catchUp(ctx context.Context, j *journal.Journal) {
 	}
 }
 
-func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.ChangeResult, error) {
+func (h *handler) Remove(ctx context.Context, args control.RemoveArgs) (control.ChangeResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ChangeResult{}, err
@@ -259,8 +259,21 @@ func (h *handler) Remove(_ context.Context, args control.RemoveArgs) (control.Ch
 	if err := h.refuseRemoveListed(rt, args.Stack); err != nil {
 		return control.ChangeResult{Stack: args.Stack}, err
 	}
+	var vols *volumeRemoval // --volumes: registered first (volumes.go)
+	if args.Volumes {
+		if vols, err = rt.deployer.removeVolumesWhenGone(args.Stack); err != nil {
+			return control.ChangeResult{Stack: args.Stack}, errCode(err)
+		}
+	}
 	ch, err := rt.deployer.Remove(args.Stack)
-	return changeResult(args.Stack, ch), errCode(err)
+	res := changeResult(args.Stack, ch)
+	if err != nil || vols == nil {
+		if vols != nil {
+			rt.deployer.dropVolumeRemoval(args.Stack, vols)
+		}
+		return res, errCode(err)
+	}
+	return res, awaitVolumes(ctx, vols, &res)
 }
 
 // changeResult answers remove, rollback and redeploy with what the
