@@ -71,6 +71,7 @@ func InstanceSpec(svc Service, inst Instance) drivers.Spec {
 		SecretEnv:  secretKeys(svc.Env, nil),
 		WorkingDir: svc.WorkingDir,
 		User:       svc.User,
+		Secrets:    specSecrets(svc.Secrets),
 		Resources: drivers.Resources{
 			CPUs:                   svc.Deploy.Resources.CPUs,
 			MemoryBytes:            svc.Deploy.Resources.MemoryBytes,
@@ -106,6 +107,7 @@ func SidecarSpec(svc Service, sc Sidecar, inst Instance) drivers.Spec {
 		SecretEnv:  secretKeys(svc.Env, sc.Env),
 		WorkingDir: wd,
 		User:       svc.User,
+		Secrets:    specSecrets(svc.Secrets),
 	}
 }
 

@@ -205,7 +205,7 @@ func longKey(data []byte) (line, length int, ok bool) {
 	return 0, 0, false
 }
 
-var topKeys = []string{"name", "version", "services"}
+var topKeys = []string{"name", "version", "services", "secrets"}
 
 // stack reads the top level; it returns the `name` node, if any.
 func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
@@ -224,6 +224,8 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 			// Ignored, as Compose does.
 		case e.key == "services":
 			services = &entries[i]
+		case e.key == "secrets":
+			w.secretDefs = w.readSecretDefs(e.vn, e.path)
 		case isExtension(e.key):
 			// x-* keys hold anchors for merges; ignored.
 		default:

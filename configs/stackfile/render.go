@@ -96,7 +96,7 @@ func renderStruct(v reflect.Value) *yaml.Node {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
-		if !f.IsExported() || tag == "-" {
+		if !f.IsExported() || tag == "-" || f.Tag.Get("render") == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")

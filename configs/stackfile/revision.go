@@ -52,6 +52,9 @@ type revisionInput struct {
 	// Left out when zero, so revisions written before they existed stay.
 	MemoryReservation int64 `json:"memory_reservation,omitempty"`
 	Pids              int64 `json:"pids,omitempty"`
+	// Secrets: each file's target and mode, and the value's digest when
+	// x-engenho.secrets.on_change is restart.
+	Secrets []revisionSecret `json:"secrets,omitempty"`
 }
 
 type revisionHealth struct {
@@ -92,6 +95,7 @@ func (s Service) Revision() string {
 
 		MemoryReservation: s.Deploy.Resources.MemoryReservationBytes,
 		Pids:              s.Deploy.Resources.Pids,
+		Secrets:           revisionSecrets(s.Secrets, s.Engenho.Secrets),
 	}
 	for _, p := range s.Ports {
 		in.Targets = append(in.Targets, p.Target)
@@ -117,6 +121,8 @@ type sidecarRevisionInput struct {
 	Env        map[string]string `json:"env,omitempty"`
 	WorkingDir string            `json:"working_dir,omitempty"`
 	User       string            `json:"user,omitempty"`
+	// Secrets: the service's, which the sidecar sees too.
+	Secrets []revisionSecret `json:"secrets,omitempty"`
 }
 
 // SidecarRevision is the revision of sidecar sc of s.
@@ -134,6 +140,7 @@ func (s Service) SidecarRevision(sc Sidecar) string {
 	return hashJSON(sidecarRevisionInput{
 		V: revisionFormat, Driver: s.Driver, Command: sc.Command, Image: s.Image,
 		Env: env, WorkingDir: wd, User: s.User,
+		Secrets: revisionSecrets(s.Secrets, s.Engenho.Secrets),
 	})
 }
 
