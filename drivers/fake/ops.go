@@ -465,6 +465,7 @@ func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.Env = maps.Clone(s.Env)
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
+	s.Secrets = slices.Clone(s.Secrets)
 	return s
 }
 

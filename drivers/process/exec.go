@@ -50,7 +50,7 @@ func (d *Driver) Exec(ctx context.Context, name string, argv []string) (drivers.
 	if err != nil {
 		return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrInvalid, err)
 	}
-	return d.runProbe(ctx, name, prog, argv, spec.WorkingDir, workloadEnv(spec, id, hostPorts), id, cg)
+	return d.runProbe(ctx, name, prog, argv, spec.WorkingDir, withSecretsDir(workloadEnv(spec, id, hostPorts), d.instanceSecretsDir(spec)), id, cg)
 }
 
 // runProbe runs argv as a probe of the instance, inside its cgroup when it

@@ -48,6 +48,9 @@ func (d *Driver) checkSpec(spec drivers.Spec) error {
 	if err := checkSpec(spec); err != nil {
 		return err
 	}
+	if err := d.checkSecretsUsable(spec); err != nil {
+		return err
+	}
 	return d.checkLimits(spec.Resources)
 }
 
@@ -145,12 +148,16 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 	if err := d.prepareCgroup(ctx, in); err != nil {
 		return nil, err
 	}
+	secretsDir, err := d.writeSecretFiles(spec, id)
+	if err != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
+	}
 
 	run := in.run + 1
 	token := newRunToken()
 	attr := &syscall.ProcAttr{
 		Dir:   spec.WorkingDir,
-		Env:   append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token),
+		Env:   withSecretsDir(append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token), secretsDir),
 		Files: []uintptr{d.null.Fd(), out.Fd(), out.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: id.cred},
 	}
@@ -390,6 +397,10 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 		}
 		return d.Delete(ctx, name)
 	}
+	if err := d.removeSecretFiles(name); err != nil {
+		in.mu.Unlock()
+		return drivers.Wrap(DriverName, opDelete, name, drivers.ErrTransient, err)
+	}
 	in.saveMu.Lock()
 	err = os.RemoveAll(in.dir)
 	in.gone = err == nil
@@ -492,5 +503,6 @@ func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.SecretEnv = slices.Clone(s.SecretEnv)
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
+	s.Secrets = slices.Clone(s.Secrets)
 	return s
 }

@@ -48,6 +48,9 @@ func checkSpec(spec drivers.Spec) error {
 			return fmt.Errorf("secret env %s is not in env", k)
 		}
 	}
+	if err := checkSecretFiles(spec.Secrets); err != nil {
+		return err
+	}
 	return checkPorts(spec.Ports)
 }
 
