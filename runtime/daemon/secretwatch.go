@@ -56,6 +56,8 @@ type secretWatch struct {
 	// stale maps STACK/SERVICE to secret name to the instances that were
 	// running when it rotated under on_change none.
 	stale map[string]map[string]map[string]bool
+	// onRound, when set (tests), is called after each round.
+	onRound func()
 }
 
 type cachedSecrets struct {
@@ -70,10 +72,14 @@ type fileSecret struct {
 }
 
 func newSecretWatch(d *Daemon, rt *runtime) *secretWatch {
+	return makeSecretWatch(rt.deployer, d.clk,
+		func(msg string, err error) { d.log.Warn().Err(err).Msg(msg) },
+		func() []messages.ServiceStatus { return rt.board.Services("") })
+}
+
+func makeSecretWatch(dep *Deployer, clk clock.Clock, log func(string, error), board func() []messages.ServiceStatus) *secretWatch {
 	return &secretWatch{
-		dep: rt.deployer, clk: d.clk, tick: secretRefresh,
-		log:   func(msg string, err error) { d.log.Warn().Err(err).Msg(msg) },
-		now:   func() []messages.ServiceStatus { return rt.board.Services("") },
+		dep: dep, clk: clk, tick: secretRefresh, log: log, now: board,
 		cache: map[string]cachedSecrets{}, failing: map[string]string{},
 		stale: map[string]map[string]map[string]bool{},
 	}
@@ -113,6 +119,9 @@ func (w *secretWatch) round() {
 		w.timer = w.clk.AfterFunc(w.tick, w.round)
 	}
 	w.mu.Unlock()
+	if w.onRound != nil {
+		w.onRound()
+	}
 }
 
 // check reads every secret file once and rotates what changed.
@@ -138,12 +147,15 @@ func (w *secretWatch) check() {
 			if !ok {
 				r.value, r.err = stackfile.ReadSecretFile(s.file)
 				read[s.file] = r
+				if r.err != nil {
+					w.once(s.file, "secret rotation: cannot read "+s.file+"; the secrets read from it keep the values recorded", r.err)
+				} else {
+					w.clear(s.file)
+				}
 			}
 			if r.err != nil {
-				w.once(s.file, fmt.Sprintf("secret rotation: cannot read %s; %s/%s keeps the value it has", s.file, st.Stack, s.service), r.err)
 				continue
 			}
-			w.clear(s.file)
 			if w.dep.key.Digest(stackfile.SecretFileLabel(s.secret), r.value) != s.digest {
 				fresh[s.file] = r.value
 			}
