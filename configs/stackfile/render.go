@@ -47,6 +47,7 @@ func renderNode(st *Stack) *yaml.Node {
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	envValueType = reflect.TypeFor[EnvValue]()
+	fileModeType = reflect.TypeFor[FileMode]()
 )
 
 // renderValue converts v by its JSON field names; nil when the value is
@@ -57,6 +58,8 @@ func renderValue(v reflect.Value) *yaml.Node {
 		return yamlScalar(time.Duration(v.Int()).String(), "!!str")
 	case v.Type() == envValueType:
 		return yamlScalar(v.Interface().(EnvValue).String(), "!!str")
+	case v.Type() == fileModeType:
+		return yamlScalar(v.Interface().(FileMode).String(), "!!str")
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:

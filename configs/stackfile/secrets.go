@@ -60,8 +60,9 @@ type ServiceSecret struct {
 	Source string `json:"source"`
 	// Target is the file's name in the secrets directory.
 	Target string `json:"target"`
-	// Mode is the file's mode (default 0400).
-	Mode uint32 `json:"mode"`
+	// Mode is the file's mode (default 0400); `engenho config` shows it
+	// in octal.
+	Mode FileMode `json:"mode"`
 	// File is the absolute path the value was read from (a `file:`
 	// secret); empty for an `environment:` one. The daemon watches it
 	// (rotation).
@@ -71,6 +72,13 @@ type ServiceSecret struct {
 	// Value is the secret; never shown, sealed in the journal.
 	Value EnvValue `json:"value" render:"-"`
 }
+
+// FileMode is a file's permission bits: a number in JSON, octal text
+// ("0440") where a stack is rendered for people.
+type FileMode uint32
+
+// String is the mode in octal, as a stack file writes it.
+func (m FileMode) String() string { return fmt.Sprintf("0%o", uint32(m)) }
 
 // SecretFileLabel is the label a secret file's value is sealed and
 // digested under (drivers.Sealer): its source's name.
@@ -381,7 +389,7 @@ func (w *walker) secretTarget(n *yaml.Node, p, t string) (string, bool) {
 
 // fileMode reads a Compose file mode: an octal number as written (0440,
 // 0o440, or "0440"), a decimal one without a leading 0 (288).
-func (w *walker) fileMode(n *yaml.Node, p string) (uint32, bool) {
+func (w *walker) fileMode(n *yaml.Node, p string) (FileMode, bool) {
 	r := w.scalar(n, p, "a file mode such as 0440")
 	if r == nil {
 		return 0, false
@@ -396,7 +404,7 @@ func (w *walker) fileMode(n *yaml.Node, p string) (uint32, bool) {
 		w.problem(r, p, ErrValue, "want a file mode from 0 to 0777 (such as 0440)")
 		return 0, false
 	}
-	return uint32(m), true
+	return FileMode(m), true
 }
 
 // secretsPolicy reads x-engenho.secrets.
@@ -538,9 +546,9 @@ func secretValues(in []ServiceSecret) []string {
 // revisionSecret is what a revision hashes of one secret file: where it
 // is and how, and (on_change restart) the value's keyed digest.
 type revisionSecret struct {
-	Target string `json:"target"`
-	Mode   uint32 `json:"mode"`
-	Value  string `json:"value,omitempty"`
+	Target string   `json:"target"`
+	Mode   FileMode `json:"mode"`
+	Value  string   `json:"value,omitempty"`
 }
 
 func revisionSecrets(in []ServiceSecret, policy SecretsPolicy) []revisionSecret {
@@ -566,7 +574,7 @@ func specSecrets(in []ServiceSecret) []drivers.SecretFile {
 	}
 	out := make([]drivers.SecretFile, 0, len(in))
 	for _, s := range in {
-		out = append(out, drivers.SecretFile{Name: s.Target, Value: s.Value.value, Mode: s.Mode})
+		out = append(out, drivers.SecretFile{Name: s.Target, Value: s.Value.value, Mode: uint32(s.Mode)})
 	}
 	return out
 }

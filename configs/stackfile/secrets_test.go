@@ -295,7 +295,7 @@ func TestSecretsJournalAndSpecSEC2(t *testing.T) {
 			t.Errorf("%s shows the secret: %s", what, out)
 		}
 	}
-	if !strings.Contains(string(y), "target: db") || strings.Contains(string(y), "value:") {
+	if !strings.Contains(string(y), "target: db") || !strings.Contains(string(y), `mode: "0440"`) || strings.Contains(string(y), "value:") {
 		t.Errorf("engenho config shows the secret's name and target, never a value field:\n%s", y)
 	}
 
