@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/engenho/engenho/drivers"
 	"go.yaml.in/yaml/v3"
@@ -191,10 +192,9 @@ func (w *walker) secretFile(d *secretDef, e entry) bool {
 
 var errSecretFile = errors.New("secret file")
 
-// ReadSecretFile reads a secret's file as Parse does: at most
-// MaxSecretBytes, a regular file. Its errors never hold the content.
 func readSecretFile(path string) (string, error) {
-	f, err := os.Open(path)
+	// Non-blocking, so a FIFO cannot hang the parse; it is refused below.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
@@ -205,6 +205,9 @@ func readSecretFile(path string) (string, error) {
 	}
 	if fi.IsDir() {
 		return "", fmt.Errorf("%w: is a directory", errSecretFile)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: not a regular file", errSecretFile)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSecretBytes+1))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/engenho/engenho/drivers"
@@ -91,12 +92,16 @@ func TestSecretsParseCompose(t *testing.T) {
 func TestSecretsProblemsCompose(t *testing.T) {
 	dir := secretsProject(t)
 	writeFile(t, dir, "big", strings.Repeat("x", MaxSecretBytes+1))
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	src := `name: t
 secrets:
   ok: {file: db_password.txt}
   missing: {file: nope.txt}
   big: {file: big}
   dir: {file: .}
+  fifo: {file: fifo}
   both: {file: db_password.txt, environment: X}
   none: {}
   unset: {environment: NOT_SET}
@@ -133,22 +138,23 @@ services:
 		{4, "secrets.missing.file", ErrValue, "nope.txt: does not exist"},
 		{5, "secrets.big.file", ErrValue, fmt.Sprintf("larger than %d bytes", MaxSecretBytes)},
 		{6, "secrets.dir.file", ErrValue, "is a directory"},
-		{7, "secrets.both.environment", ErrValue, "one source: file (line 7) or environment"},
-		{8, "secrets.none", ErrMissing, "needs file: PATH or environment: VAR"},
-		{9, "secrets.unset.environment", ErrValue, "NOT_SET is not set"},
-		{10, "secrets.ext.external", ErrValue, "external secrets"},
-		{11, "secrets.inline.content", ErrValue, "plaintext"},
-		{12, "secrets.drv.driver", ErrValue, "Swarm's"},
-		{13, "secrets.typo.flie", ErrUnknownKey, "did you mean file?"},
-		{14, "secrets.a/b", ErrValue, "cannot hold /"},
-		{20, "services.api.secrets[1]", ErrValue, `"undefined" is not defined in the top-level secrets (defined: `},
-		{21, "services.api.secrets[2].target", ErrValue, "secrets are files in /run/secrets"},
-		{22, "services.api.secrets[3]", ErrValue, `target "ok" is given twice (first at line 19)`},
-		{23, "services.api.secrets[4].mode", ErrValue, "want a file mode from 0 to 0777"},
-		{24, "services.api.secrets[5].source", ErrMissing, "required"},
-		{25, "services.api.secrets[6].colour", ErrUnknownKey, "unknown key"},
-		{26, "services.api.secrets[7].target", ErrValue, "cannot be . or .."},
-		{27, "services.api.x-engenho.secrets.on_change", ErrValue, `want restart or none, got "sometimes"`},
+		{7, "secrets.fifo.file", ErrValue, "not a regular file"},
+		{8, "secrets.both.environment", ErrValue, "one source: file (line 8) or environment"},
+		{9, "secrets.none", ErrMissing, "needs file: PATH or environment: VAR"},
+		{10, "secrets.unset.environment", ErrValue, "NOT_SET is not set"},
+		{11, "secrets.ext.external", ErrValue, "external secrets"},
+		{12, "secrets.inline.content", ErrValue, "plaintext"},
+		{13, "secrets.drv.driver", ErrValue, "Swarm's"},
+		{14, "secrets.typo.flie", ErrUnknownKey, "did you mean file?"},
+		{15, "secrets.a/b", ErrValue, "cannot hold /"},
+		{21, "services.api.secrets[1]", ErrValue, `"undefined" is not defined in the top-level secrets (defined: `},
+		{22, "services.api.secrets[2].target", ErrValue, "secrets are files in /run/secrets"},
+		{23, "services.api.secrets[3]", ErrValue, `target "ok" is given twice (first at line 20)`},
+		{24, "services.api.secrets[4].mode", ErrValue, "want a file mode from 0 to 0777"},
+		{25, "services.api.secrets[5].source", ErrMissing, "required"},
+		{26, "services.api.secrets[6].colour", ErrUnknownKey, "unknown key"},
+		{27, "services.api.secrets[7].target", ErrValue, "cannot be . or .."},
+		{28, "services.api.x-engenho.secrets.on_change", ErrValue, `want restart or none, got "sometimes"`},
 	}
 	if len(pe.Problems) != len(want) {
 		t.Errorf("%d problems, want %d:\n%v", len(pe.Problems), len(want), err)
