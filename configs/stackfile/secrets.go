@@ -1,6 +1,7 @@
 package stackfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -603,6 +604,22 @@ func (c *checker) secrets(key string, svc Service) {
 	case "", OnChangeRestart, OnChangeNone:
 	default:
 		c.add(key+".x-engenho.secrets.on_change", ErrValue, "want restart or none")
+	}
+}
+
+// flattenSecrets maps each secret file of a service's JSON to the key
+// secrets.TARGET, its whole item (the value as its digest) as the leaf: a
+// plan names the secret that changed, never its value.
+func flattenSecrets(out map[string]string, items []any) {
+	for i, item := range items {
+		key := index("secrets", i)
+		if m, ok := item.(map[string]any); ok {
+			if t, ok := m["target"].(string); ok {
+				key = join("secrets", t)
+			}
+		}
+		b, _ := json.Marshal(item)
+		out[key] = string(b)
 	}
 }
 

@@ -320,3 +320,41 @@ func TestSecretsJournalAndSpecSEC2(t *testing.T) {
 		t.Error("withhold changed the caller's spec")
 	}
 }
+
+// SVC-4 for secrets: a rotated value is an update (on_change restart) or a
+// reconfigure (none) whose changed field names the secret's file, never
+// the value; an unchanged value is unchanged.
+func TestSecretsPlanNamesTheSecret(t *testing.T) {
+	dir := secretsProject(t)
+	src := "secrets:\n  pw: {file: db_password.txt}\nservices:\n  a:\n    command: run\n    secrets: [{source: pw, target: db}]\n" +
+		"  b:\n    command: run\n    secrets: [pw]\n    x-engenho: {secrets: {on_change: none}}\n"
+	parse := func(value string) *Stack {
+		t.Helper()
+		writeFile(t, dir, "db_password.txt", value)
+		st, err := parseIn(dir, src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.BindSecrets(testKey); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	one, two := parse("one-value"), parse("two-value")
+	for _, c := range Plan(one, parse("one-value")) {
+		if c.Action != ActionUnchanged {
+			t.Errorf("same value: %s", c)
+		}
+	}
+	changes := Plan(one, two)
+	want := map[string]string{"a": "a: update (secrets.db)", "b": "b: reconfigure (secrets.pw)"}
+	for _, c := range changes {
+		s := c.String()
+		if !strings.HasPrefix(s, strings.Split(want[c.Service], " (")[0]) || !strings.HasSuffix(s, "("+strings.Split(want[c.Service], "(")[1]) {
+			t.Errorf("plan %s, want like %q", s, want[c.Service])
+		}
+		if strings.Contains(s, "value") {
+			t.Errorf("plan shows a value: %s", s)
+		}
+	}
+}
