@@ -408,6 +408,11 @@ func (w *walker) fileMode(n *yaml.Node, p string) (FileMode, bool) {
 		w.problem(r, p, ErrValue, "want a file mode from 0 to 0777 (such as 0440)")
 		return 0, false
 	}
+	if m == 0 {
+		// A driver reads 0 as "the default" (drivers.SecretFile.Mode).
+		w.problem(r, p, ErrValue, "mode 0 leaves the file unreadable by its owner: give one such as 0400")
+		return 0, false
+	}
 	return FileMode(m), true
 }
 

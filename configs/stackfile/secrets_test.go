@@ -122,6 +122,7 @@ services:
       - {target: y}
       - {source: ok, target: z, colour: red}
       - {source: ok, target: ".."}
+      - {source: ok, target: zero, mode: 0}
     x-engenho: {secrets: {on_change: sometimes}}
 `
 	_, err := parseIn(dir, src, nil)
@@ -154,7 +155,8 @@ services:
 		{25, "services.api.secrets[5].source", ErrMissing, "required"},
 		{26, "services.api.secrets[6].colour", ErrUnknownKey, "unknown key"},
 		{27, "services.api.secrets[7].target", ErrValue, "cannot be . or .."},
-		{28, "services.api.x-engenho.secrets.on_change", ErrValue, `want restart or none, got "sometimes"`},
+		{28, "services.api.secrets[8].mode", ErrValue, "mode 0 leaves the file unreadable"},
+		{29, "services.api.x-engenho.secrets.on_change", ErrValue, `want restart or none, got "sometimes"`},
 	}
 	if len(pe.Problems) != len(want) {
 		t.Errorf("%d problems, want %d:\n%v", len(pe.Problems), len(want), err)
