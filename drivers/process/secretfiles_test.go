@@ -106,21 +106,21 @@ func TestSecretFilesSEC2(t *testing.T) {
 	dir, secrets := t.TempDir(), shmDir(t)
 	key := testSealer(t, 1)
 	a := secretsDriver(t, dir, secrets, key)
-	spec := shSpec("vault", `echo "DIR=$ENGENHO_SECRETS_DIR"; sha256sum "$ENGENHO_SECRETS_DIR/db"; sleep 3600`, nil)
+	spec := shSpec("filevault", `echo "DIR=$ENGENHO_SECRETS_DIR"; sha256sum "$ENGENHO_SECRETS_DIR/db"; sleep 3600`, nil)
 	spec.Env = map[string]string{process.EnvSecretsDir: "/spec/cannot/choose"}
 	spec.Secrets = []drivers.SecretFile{{Name: "db", Value: secretValue}, {Name: "api.key", Value: "k-e-y\n", Mode: 0o440}}
 	mustCreate(t, a, spec)
-	first := mustStart(t, a, "vault")
-	sdir := workloadSecretsDir(t, a, "vault")
-	if sdir != filepath.Join(secrets, "vault") {
-		t.Fatalf("ENGENHO_SECRETS_DIR = %s, want %s", sdir, filepath.Join(secrets, "vault"))
+	first := mustStart(t, a, "filevault")
+	sdir := workloadSecretsDir(t, a, "filevault")
+	if sdir != filepath.Join(secrets, "filevault") {
+		t.Fatalf("ENGENHO_SECRETS_DIR = %s, want %s", sdir, filepath.Join(secrets, "filevault"))
 	}
 	want := map[string]fileWant{"db": {secretValue, 0o400, 0, 0}, "api.key": {"k-e-y\n", 0o440, 0, 0}}
 	checkSecretFiles(t, sdir, 0, want)
-	if res, err := a.Exec(ctxT(t), "vault", []string{"sh", "-c", `cat "$ENGENHO_SECRETS_DIR/api.key"`}); err != nil || string(res.Stdout) != "k-e-y\n" {
+	if res, err := a.Exec(ctxT(t), "filevault", []string{"sh", "-c", `cat "$ENGENHO_SECRETS_DIR/api.key"`}); err != nil || string(res.Stdout) != "k-e-y\n" {
 		t.Errorf("an exec probe reads the secret files: %q %v", res.Stdout, err)
 	}
-	state, err := os.ReadFile(filepath.Join(dir, "instances", "vault", "state.json"))
+	state, err := os.ReadFile(filepath.Join(dir, "instances", "filevault", "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,20 +134,20 @@ func TestSecretFilesSEC2(t *testing.T) {
 	// emptied (as by a reboot); the next start writes the files again.
 	b := secretsDriver(t, dir, secrets, key)
 	defer b.Close()
-	if st, err := b.Inspect(ctxT(t), "vault"); err != nil || st.Pid != first.Pid {
+	if st, err := b.Inspect(ctxT(t), "filevault"); err != nil || st.Pid != first.Pid {
 		t.Fatalf("not adopted: %+v %v", st, err)
 	}
-	if err := b.Kill(ctxT(t), "vault"); err != nil {
+	if err := b.Kill(ctxT(t), "filevault"); err != nil {
 		t.Fatal(err)
 	}
 	os.RemoveAll(secrets)
-	os.Truncate(filepath.Join(dir, "instances", "vault", "output.log"), 0)
-	mustStart(t, b, "vault")
-	checkSecretFiles(t, workloadSecretsDir(t, b, "vault"), 0, want)
-	if err := b.Kill(ctxT(t), "vault"); err != nil {
+	os.Truncate(filepath.Join(dir, "instances", "filevault", "output.log"), 0)
+	mustStart(t, b, "filevault")
+	checkSecretFiles(t, workloadSecretsDir(t, b, "filevault"), 0, want)
+	if err := b.Kill(ctxT(t), "filevault"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Delete(ctxT(t), "vault"); err != nil {
+	if err := b.Delete(ctxT(t), "filevault"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(sdir); !errors.Is(err, os.ErrNotExist) {
