@@ -66,4 +66,7 @@ const (
 	// or no longer does (SVC-23).
 	KindOverrideSet     = "override.set"
 	KindOverrideDropped = "override.dropped"
+	// A `file:` secret's file changed; Fields name the secret and the
+	// service's on_change, never the value (issue 15).
+	KindSecretRotated = "secret.rotated"
 )

@@ -52,6 +52,10 @@ type ServiceStatus struct {
 	// Overrides are the values operators' commands hold instead of the
 	// stack file's (SVC-23); the daemon adds them to the board's copy.
 	Overrides []Override `json:"overrides,omitempty"`
+	// StaleSecrets name the secrets that changed under
+	// x-engenho.secrets.on_change none while an instance that still runs
+	// was running: it has the old value; the daemon adds them.
+	StaleSecrets []string `json:"stale_secrets,omitempty"`
 }
 
 // RolloutStatus shows a rollout slot by slot (SVC-19).

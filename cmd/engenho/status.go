@@ -145,6 +145,10 @@ func serviceMessage(s messages.ServiceStatus, now time.Time) string {
 	if s.NextAttempt != nil {
 		msg += "; next attempt " + until(now, *s.NextAttempt)
 	}
+	if len(s.StaleSecrets) > 0 {
+		// Not cut to the message width: the names are the point.
+		msg = strings.TrimPrefix(msg+"; ", "; ") + "stale secrets: " + strings.Join(s.StaleSecrets, ", ") + " (running instances keep the old value until replaced: engenho redeploy)"
+	}
 	return msg
 }
 

@@ -81,6 +81,7 @@ func (c *checker) service(key string, svc Service) {
 		c.add(p, ErrValue, "service is filed under %s but named %s", quote(key), quote(svc.Name))
 	}
 	c.runnable(p, svc)
+	c.secrets(p, svc)
 	c.argv(p+".command", svc.Command, true)
 	c.argv(p+".args", svc.Args, false)
 	if svc.Image != "" && strings.ContainsAny(svc.Image, " \t\n") {

@@ -44,7 +44,6 @@ const (
 var composeServiceRules = map[string]keyRule{
 	"build":               {true, "build the image first, then reference it with image:"},
 	"volumes_from":        {true, notYet},
-	"secrets":             {true, notYet},
 	"configs":             {true, notYet},
 	"tmpfs":               {true, notYet + " (a mount, like volumes)"},
 	"extends":             {true, "write the service out in full, or share keys with a YAML anchor and merge key (<<)"},
@@ -116,7 +115,6 @@ var composeServiceRules = map[string]keyRule{
 // composeTopRules are the top-level Compose keys besides name, version,
 // services and x-*.
 var composeTopRules = map[string]keyRule{
-	"secrets":  {true, notYet},
 	"configs":  {true, notYet},
 	"include":  {true, notYet + "; give every file to engenho apply"},
 	"models":   {true, "engenho runs commands and images, not models"},

@@ -560,7 +560,6 @@ func TestComposeUnsupportedKeysSVC1(t *testing.T) {
 		{"build map", "build:\n  context: .\n  dockerfile: Dockerfile", wantProblem{"build", 1, ErrUnsupported, "build the image first"}, false},
 		{"udp short", `ports: ["53:53/udp"]`, wantProblem{"ports[0]", 1, ErrUnsupported, "TCP only"}, false},
 		{"udp long", "ports:\n  - target: 53\n    protocol: udp", wantProblem{"ports[0].protocol", 3, ErrUnsupported, "TCP only"}, false},
-		{"secrets", "secrets: [db_password]", wantProblem{"secrets", 1, ErrUnsupported, "not supported yet"}, false},
 		{"privileged", "privileged: true", wantProblem{"privileged", 1, ErrUnsupported, "never runs an instance privileged"}, false},
 		{"cap_drop", "cap_drop: [ALL]", wantProblem{"cap_drop", 1, ErrUnsupported, "more than it asked for"}, false},
 		{"networks", "networks: [front, back]", wantProblem{"networks", 1, ErrWarning, "all services share the node's network; networks are ignored"}, true},
@@ -593,11 +592,10 @@ func TestComposeUnsupportedKeysSVC1(t *testing.T) {
 		t.Errorf("network_mode: host is what engenho does, but warned:\n%s", problemLines(warns))
 	}
 
-	top := "services: {a: {command: x}}\nnetworks: {front: {}}\nvolumes: {data: {}}\nsecrets: {s: {file: ./s}}\nx-anything: {a: 1}\nconfigs: {}\n"
+	top := "services: {a: {command: x}}\nnetworks: {front: {}}\nvolumes: {data: {}}\nx-anything: {a: 1}\nconfigs: {}\n"
 	_, ps, warns := parseAll(t, top, Options{})
 	checkProblems(t, ps, []wantProblem{
-		{"/secrets", 4, ErrUnsupported, "not supported yet"},
-		{"/configs", 6, ErrUnsupported, "not supported yet"},
+		{"/configs", 5, ErrUnsupported, "not supported yet"},
 	}, 0)
 	checkProblems(t, warns, []wantProblem{{"/networks", 2, ErrWarning, "networks are ignored"}}, 0)
 }

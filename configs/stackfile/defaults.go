@@ -93,6 +93,7 @@ func defaultEngenho() Engenho {
 		RestartsBeforeReplace: DefaultReplaceN,
 		Drain:                 DefaultDrain,
 		UnhealthyEventAfter:   DefaultAlertAfter,
+		Secrets:               SecretsPolicy{OnChange: OnChangeRestart},
 	}
 }
 

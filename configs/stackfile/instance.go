@@ -104,6 +104,7 @@ func InstanceSpec(svc Service, inst Instance) drivers.Spec {
 		SecretEnv:  secretKeys(svc.Env, nil),
 		WorkingDir: svc.WorkingDir,
 		User:       svc.User,
+		Secrets:    specSecrets(svc.Secrets),
 		Resources: drivers.Resources{
 			CPUs:                   svc.Deploy.Resources.CPUs,
 			MemoryBytes:            svc.Deploy.Resources.MemoryBytes,
@@ -143,7 +144,8 @@ func SidecarSpec(svc Service, sc Sidecar, inst Instance) drivers.Spec {
 		User:       svc.User,
 		// A sidecar sees the service's volumes: it works on the same data
 		// (a backup, a log shipper, a migration).
-		Mounts: svc.Mounts(),
+		Mounts:  svc.Mounts(),
+		Secrets: specSecrets(svc.Secrets),
 	}
 }
 

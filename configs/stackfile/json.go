@@ -158,6 +158,7 @@ func (s Service) Clone() Service {
 	out.Expose = slices.Clone(s.Expose)
 	out.Profiles = slices.Clone(s.Profiles)
 	out.Volumes = slices.Clone(s.Volumes)
+	out.Secrets = cloneSecrets(s.Secrets)
 	return out
 }
 
@@ -166,6 +167,9 @@ func (s Service) forJournal(key NodeKey) (Service, error) {
 	out := s.Clone()
 	var err error
 	if out.Env, err = out.Env.seal(key); err != nil {
+		return out, err
+	}
+	if out.Secrets, err = sealSecrets(out.Secrets, key); err != nil {
 		return out, err
 	}
 	for i := range out.Sidecars {
@@ -181,6 +185,7 @@ func (s Service) forJournal(key NodeKey) (Service, error) {
 func (s Service) forCompare() Service {
 	out := s.Clone()
 	out.Env = out.Env.encoded(encodeCompared)
+	out.Secrets = encodeSecrets(out.Secrets, encodeCompared)
 	for i := range out.Sidecars {
 		out.Sidecars[i].Env = out.Sidecars[i].Env.encoded(encodeCompared)
 	}
@@ -194,11 +199,17 @@ func (s Service) forCompare() Service {
 // plans or records it; Unmarshal binds what it reads. A stack without
 // secrets needs no key.
 func (st *Stack) BindSecrets(key NodeKey) error {
-	return st.eachEnv(func(env Env) error { return env.bind(key) })
+	if err := st.eachEnv(func(env Env) error { return env.bind(key) }); err != nil {
+		return err
+	}
+	return st.eachSecrets(func(s []ServiceSecret) error { return bindSecrets(s, key) })
 }
 
 func (st *Stack) openSecrets(key NodeKey) error {
-	return st.eachEnv(func(env Env) error { return env.open(key) })
+	if err := st.eachEnv(func(env Env) error { return env.open(key) }); err != nil {
+		return err
+	}
+	return st.eachSecrets(func(s []ServiceSecret) error { return openSecrets(s, key) })
 }
 
 // eachEnv calls fn on every service's and sidecar's env, in place.
@@ -222,6 +233,7 @@ func (st *Stack) eachEnv(fn func(Env) error) error {
 func (s Service) Redacted() Service {
 	out := s.Clone()
 	out.Env = out.Env.Redacted()
+	out.Secrets = redactSecrets(out.Secrets)
 	for i := range out.Sidecars {
 		out.Sidecars[i].Env = out.Sidecars[i].Env.Redacted()
 	}

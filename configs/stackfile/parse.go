@@ -207,7 +207,7 @@ func longKey(data []byte) (line, length int, ok bool) {
 	return 0, 0, false
 }
 
-var topKeys = []string{"name", "version", "services", "volumes"}
+var topKeys = []string{"name", "version", "services", "volumes", "secrets"}
 
 // stack reads the top level; it returns the `name` node, if any.
 func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
@@ -228,6 +228,8 @@ func (w *walker) stack(root *yaml.Node, st *Stack) (nameNode *yaml.Node) {
 			services = &entries[i]
 		case e.key == "volumes":
 			w.topVolumes(e.vn, e.path, st)
+		case e.key == "secrets":
+			w.secretDefs = w.readSecretDefs(e.vn, e.path)
 		case isExtension(e.key):
 			// x-* keys hold anchors for merges; ignored.
 		default:

@@ -594,7 +594,7 @@ func (w *walker) sidecar(n *yaml.Node, path string) Sidecar {
 
 var (
 	engenhoKeys = []string{"backoff", "stable", "step_timeout", "unhealthy_threshold", "restarts_before_replace",
-		"drain", "unhealthy_event_after", "secret_env", "host"}
+		"drain", "unhealthy_event_after", "secret_env", "host", "secrets"}
 	backoffKeys = []string{"immediate", "delays", "cap", "jitter"}
 )
 
@@ -626,6 +626,8 @@ func (w *walker) engenho(n *yaml.Node, path string, service func(entry) bool) (E
 			x.UnhealthyEventAfter = w.durationOr(e, x.UnhealthyEventAfter)
 		case "host":
 			x.Host, _ = w.str(e.vn, e.path)
+		case "secrets":
+			x.Secrets = w.secretsPolicy(e.vn, e.path)
 		case "secret_env":
 			items, _ := w.sequence(e.vn, e.path)
 			for i, item := range items {

@@ -7,7 +7,7 @@ import (
 var serviceKeys = []string{
 	"command", "args", "image", "env", "environment", "env_file", "working_dir", "user", "ports",
 	"healthcheck", "depends_on", "deploy", "driver", "hibernate", "sidecars",
-	"stop_grace_period", "x-engenho", "volumes",
+	"stop_grace_period", "x-engenho", "volumes", "secrets",
 	// Compose's service-level resource keys (parse_resources.go).
 	"mem_limit", "mem_reservation", "cpus", "pids_limit",
 }
@@ -65,6 +65,8 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 			svc.Engenho, secretEnv = w.engenho(e.vn, e.path, func(x entry) bool { return w.engenhoServiceKey(&svc, x) })
 		case "volumes":
 			svc.Volumes = w.serviceVolumes(e.vn, e.path)
+		case "secrets":
+			svc.Secrets = w.serviceSecrets(e.vn, e.path, w.secretDefs)
 		default:
 			if isResourceKey(e.key) {
 				w.serviceResource(&res, e)

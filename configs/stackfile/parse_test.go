@@ -188,6 +188,7 @@ func TestParseEveryKeySVC1(t *testing.T) {
 					Drain:                 0,
 					UnhealthyEventAfter:   time.Minute,
 					Host:                  "api.example.com",
+					Secrets:               SecretsPolicy{OnChange: OnChangeRestart},
 				}
 			}},
 		{"x-engenho backoff: empty delays go straight to the cap", "x-engenho:\n  backoff: {immediate: 0, delays: []}", true,

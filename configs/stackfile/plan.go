@@ -244,6 +244,10 @@ func flattenInto(out map[string]string, path string, v any) {
 			flattenInto(out, p, child)
 		}
 	case []any:
+		if path == "secrets" { // a secret file is a leaf named by its target
+			flattenSecrets(out, t)
+			return
+		}
 		for i, child := range t {
 			flattenInto(out, index(path, i), child)
 		}

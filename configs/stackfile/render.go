@@ -50,6 +50,7 @@ func renderNode(st *Stack) *yaml.Node {
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	envValueType = reflect.TypeFor[EnvValue]()
+	fileModeType = reflect.TypeFor[FileMode]()
 )
 
 // renderValue converts v by its JSON field names; nil when the value is
@@ -60,6 +61,8 @@ func renderValue(v reflect.Value) *yaml.Node {
 		return yamlScalar(time.Duration(v.Int()).String(), "!!str")
 	case v.Type() == envValueType:
 		return yamlScalar(v.Interface().(EnvValue).String(), "!!str")
+	case v.Type() == fileModeType:
+		return yamlScalar(v.Interface().(FileMode).String(), "!!str")
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -99,7 +102,7 @@ func renderStruct(v reflect.Value) *yaml.Node {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
-		if !f.IsExported() || tag == "-" {
+		if !f.IsExported() || tag == "-" || f.Tag.Get("render") == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")

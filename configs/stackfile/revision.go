@@ -59,6 +59,9 @@ type revisionInput struct {
 	// Mounts are what the instance sees of volumes and binds, sorted by
 	// target (file order does not matter).
 	Mounts []revisionMount `json:"mounts,omitempty"`
+	// Secrets: each file's target and mode, and the value's digest when
+	// x-engenho.secrets.on_change is restart.
+	Secrets []revisionSecret `json:"secrets,omitempty"`
 }
 
 type revisionMount struct {
@@ -117,6 +120,7 @@ func (s Service) Revision() string {
 		Labels:            s.Labels,
 		ContainerName:     s.ContainerName,
 		Mounts:            revisionMounts(s),
+		Secrets:           revisionSecrets(s.Secrets, s.Engenho.Secrets),
 	}
 	for _, p := range s.Ports {
 		in.Targets = append(in.Targets, p.Target)
@@ -143,6 +147,8 @@ type sidecarRevisionInput struct {
 	WorkingDir string            `json:"working_dir,omitempty"`
 	User       string            `json:"user,omitempty"`
 	Mounts     []revisionMount   `json:"mounts,omitempty"`
+	// Secrets: the service's, which the sidecar sees too.
+	Secrets []revisionSecret `json:"secrets,omitempty"`
 }
 
 // SidecarRevision is the revision of sidecar sc of s.
@@ -160,6 +166,7 @@ func (s Service) SidecarRevision(sc Sidecar) string {
 	return hashJSON(sidecarRevisionInput{
 		V: revisionFormat, Driver: s.Driver, Command: sc.Command, Image: s.Image,
 		Env: env, WorkingDir: wd, User: s.User, Mounts: revisionMounts(s),
+		Secrets: revisionSecrets(s.Secrets, s.Engenho.Secrets),
 	})
 }
 

@@ -91,6 +91,9 @@ type Service struct {
 	// Volumes are the service's named volumes and bind mounts
 	// (`volumes`, volumes.go), in file order. Its sidecars share them.
 	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Secrets are the files the instances (and sidecars) read secrets
+	// from (Compose `secrets:`; secrets.go), in file order.
+	Secrets []ServiceSecret `json:"secrets,omitempty"`
 }
 
 // Argv is the full command line of an instance: Command then Args.
@@ -404,6 +407,8 @@ type Engenho struct {
 	UnhealthyEventAfter time.Duration `json:"unhealthy_event_after"`
 	// Host routes the HTTP edge to a non-hibernating service (ACT-1).
 	Host string `json:"host,omitempty"`
+	// Secrets is what a changed secret value does (secrets.on_change).
+	Secrets SecretsPolicy `json:"secrets"`
 }
 
 // Backoff is the restart ladder (SUP-10): the first Immediate consecutive

@@ -109,7 +109,7 @@ func (v *validator) driver(ctx context.Context, svc Service) {
 		return
 	}
 	inst := Instance{Stack: v.st.Name, Slot: 1, ID: validationID, Bin: v.node.Bin()}
-	secrets := append(svc.Env.secrets(), sidecarSecrets(svc)...)
+	secrets := append(append(svc.Env.secrets(), sidecarSecrets(svc)...), secretValues(svc.Secrets)...)
 	if !svc.Standalone() {
 		spec := withhold(InstanceSpec(svc, inst), svc.Env)
 		if err := drv.Validate(ctx, spec); err != nil {
@@ -134,6 +134,9 @@ func withhold(spec drivers.Spec, layers ...Env) drivers.Spec {
 				spec.Env[k] = ""
 			}
 		}
+	}
+	for i := range spec.Secrets {
+		spec.Secrets[i].Value = ""
 	}
 	return spec
 }

@@ -81,10 +81,12 @@ type walker struct {
 	dir              string
 	// uninterpolated are the scalars whose interpolation failed.
 	uninterpolated map[*yaml.Node]bool
-	pos            positions
-	visits         int
-	overrun        bool
-	merging        map[*yaml.Node]bool
+	// secretDefs are the top-level secrets, read before the services.
+	secretDefs map[string]*secretDef
+	pos        positions
+	visits     int
+	overrun    bool
+	merging    map[*yaml.Node]bool
 	// activeProfiles are the active Compose profiles (Options.Profiles).
 	activeProfiles []string
 }

@@ -467,6 +467,7 @@ func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
 	s.Mounts = slices.Clone(s.Mounts)
+	s.Secrets = slices.Clone(s.Secrets)
 	return s
 }
 

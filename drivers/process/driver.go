@@ -56,6 +56,11 @@ type Options struct {
 	// NoCgroups runs every instance without a cgroup (benchmarks compare
 	// with it); limits are then refused.
 	NoCgroups bool
+	// SecretsDir is where instances' secret files go, one directory per
+	// instance (secretfiles.go); it must be on a memory file system.
+	// Default: /run/engenho-secrets/ID, else /dev/shm/engenho-secrets/ID,
+	// the first on tmpfs, ID a hash of Dir.
+	SecretsDir string
 }
 
 // Driver runs instances as local processes.
@@ -81,6 +86,13 @@ type Driver struct {
 	// why.
 	cg    *cgroup.Host
 	cgErr error
+	// secretsDir holds the instances' secret files; secretsErr says why
+	// there is none (no memory file system).
+	secretsDir string
+	secretsErr error
+	// secretsChain are the directories from the first the driver makes
+	// down to secretsDir (ensureSecretsChain).
+	secretsChain []string
 }
 
 // instance is one workload. mu serialises its lifecycle; it is never held
@@ -154,6 +166,7 @@ func New(opts Options) (*Driver, error) {
 		instances: make(map[string]*instance),
 	}
 	d.openCgroups()
+	d.pickSecretsDir()
 	if err := d.r.acquire(); err != nil {
 		lock.Close()
 		null.Close()

@@ -51,7 +51,7 @@ func (d *Driver) Exec(ctx context.Context, name string, argv []string) (drivers.
 	if err != nil {
 		return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrInvalid, err)
 	}
-	env, dir := workloadEnv(spec, id, hostPorts), spec.WorkingDir
+	env, dir := withSecretsDir(workloadEnv(spec, id, hostPorts), d.instanceSecretsDir(spec)), spec.WorkingDir
 	if len(spec.Mounts) > 0 { // the probe sees what the workload sees (mounts.go)
 		if prog, argv, id, err = execInNamespace(pid, dir, prog, argv, id); err != nil {
 			return drivers.ExecResult{}, drivers.Wrap(DriverName, opExec, name, drivers.ErrInvalid, err)

@@ -51,6 +51,9 @@ func (d *Driver) checkSpec(spec drivers.Spec) error {
 	if err := d.checkExternal(spec); err != nil { // mounts.go
 		return err
 	}
+	if err := d.checkSecretsUsable(spec); err != nil {
+		return err
+	}
 	return d.checkLimits(spec.Resources)
 }
 
@@ -148,12 +151,16 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 	if err := d.prepareCgroup(ctx, in); err != nil {
 		return nil, err
 	}
+	secretsDir, err := d.writeSecretFiles(spec, id)
+	if err != nil {
+		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
+	}
 
 	run := in.run + 1
 	token := newRunToken()
 	attr := &syscall.ProcAttr{
 		Dir:   spec.WorkingDir,
-		Env:   append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token),
+		Env:   withSecretsDir(append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token), secretsDir),
 		Files: []uintptr{d.null.Fd(), out.Fd(), out.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: id.cred},
 	}
@@ -405,6 +412,10 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 		}
 		return d.Delete(ctx, name)
 	}
+	if err := d.removeSecretFiles(name); err != nil {
+		in.mu.Unlock()
+		return drivers.Wrap(DriverName, opDelete, name, drivers.ErrTransient, err)
+	}
 	in.saveMu.Lock()
 	err = os.RemoveAll(in.dir)
 	in.gone = err == nil
@@ -508,5 +519,6 @@ func cloneSpec(s drivers.Spec) drivers.Spec {
 	s.Command = slices.Clone(s.Command)
 	s.Ports = slices.Clone(s.Ports)
 	s.Mounts = slices.Clone(s.Mounts)
+	s.Secrets = slices.Clone(s.Secrets)
 	return s
 }

@@ -51,6 +51,9 @@ func checkSpec(spec drivers.Spec) error {
 	if err := checkPorts(spec.Ports); err != nil {
 		return err
 	}
+	if err := checkSecretFiles(spec.Secrets); err != nil {
+		return err
+	}
 	return checkMounts(spec)
 }
 

@@ -48,6 +48,9 @@ type record struct {
 	// run's end, so the next end tells an OOM kill of its own (DRV-14).
 	Cgroup   string `json:"cgroup,omitempty"`
 	OOMKills uint64 `json:"oom_kills,omitempty"`
+	// SealedSecrets holds the values of Spec.Secrets sealed with the
+	// driver's Sealer, by file name; on disk Spec.Secrets has no values.
+	SealedSecrets map[string]string `json:"sealed_secrets,omitempty"`
 }
 
 const stateFile = "state.json"
@@ -57,6 +60,9 @@ func secretLabel(key string) string { return "env:" + key }
 
 // sealSecrets seals the values of rec.Spec.SecretEnv into rec.SealedEnv.
 func (d *Driver) sealSecrets(rec *record) error {
+	if err := d.sealSecretFiles(rec); err != nil {
+		return err
+	}
 	if len(rec.Spec.SecretEnv) == 0 {
 		return nil
 	}
@@ -76,6 +82,9 @@ func (d *Driver) sealSecrets(rec *record) error {
 
 // openSecrets puts the plaintext of rec.SealedEnv back into rec.Spec.Env.
 func (d *Driver) openSecrets(rec *record) error {
+	if err := d.openSecretFiles(rec); err != nil {
+		return err
+	}
 	if len(rec.Spec.SecretEnv) == 0 {
 		return nil
 	}
@@ -101,10 +110,11 @@ func (d *Driver) openSecrets(rec *record) error {
 
 // onDisk is r as its state file holds it: secret values only sealed.
 func (r *record) onDisk() *record {
-	if len(r.Spec.SecretEnv) == 0 {
+	if len(r.Spec.SecretEnv) == 0 && len(r.Spec.Secrets) == 0 {
 		return r
 	}
 	out := *r
+	out.Spec.Secrets = withoutSecretValues(r.Spec.Secrets)
 	out.Spec.Env = maps.Clone(r.Spec.Env)
 	for _, k := range r.Spec.SecretEnv {
 		delete(out.Spec.Env, k)

@@ -60,6 +60,8 @@ type runtime struct {
 	// usage samples every running replica's usage (DRV-16); nil when
 	// usage.interval is 0.
 	usage *usage.Sampler
+	// secrets re-reads the secret files and rotates them (secretwatch.go).
+	secrets *secretWatch
 }
 
 // runPhase runs one boot phase in its own goroutine and posts the outcome.
@@ -283,6 +285,8 @@ func (d *Daemon) startTree() (func(), error) {
 			Driver: env.Driver, Log: d.log.With().Str("part", "usage").Logger()})
 		rt.usage.Start()
 	}
+	rt.secrets = newSecretWatch(d, rt)
+	rt.secrets.start()
 	p.deployer.Attach(func(msg any) {
 		switch m := msg.(type) {
 		case messages.ApplyStack:
@@ -384,6 +388,9 @@ func (d *Daemon) drain(budget time.Duration) {
 	close(rt.draining)
 	if rt.usage != nil {
 		rt.usage.Stop()
+	}
+	if rt.secrets != nil {
+		rt.secrets.stop()
 	}
 	rt.deployer.Attach(nil)
 	rt.engine.Send(rt.root, messages.Shutdown{})

@@ -112,6 +112,11 @@ type Applied struct {
 func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) (Applied, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.applyLocked(ctx, st, source, dryRun)
+}
+
+// applyLocked is Apply; d.mu must be held.
+func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) (Applied, error) {
 	// Revisions and the declaration's digest hash the node key's digest
 	// of each secret, as the definitions read back from the journal do
 	// (SEC-2).

@@ -69,6 +69,7 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 		svc = withPortStats(rt, svc)
 		svc = withUsage(rt, svc)
 		svc.Overrides = rt.deployer.Overrides(svc.Stack, svc.Service)
+		svc.StaleSecrets = rt.secrets.staleSecrets(svc)
 		res.Services = append(res.Services, svc)
 	}
 	for _, h := range rt.routes.Hosts() {
