@@ -8,9 +8,9 @@ func OfflineWarnings(st *Stack) []Problem {
 	var out []Problem
 	for _, name := range st.Order {
 		svc := st.Services[name]
-		if svc.Driver == DefaultDriver && svc.Image != "" && len(svc.Command) == 0 {
+		if svc.Driver == DefaultDriver && svc.Image != "" {
 			out = append(out, st.locate(Problem{Key: "services." + name + ".image", Err: ErrWarning,
-				Msg: "the process driver runs a command, not an image: give the service a command, or run the image with driver: incus"}))
+				Msg: "the process driver runs commands on the node, not images (apply refuses it): run the image with x-engenho.driver: incus, or drop image and give the command"}))
 		}
 	}
 	return out

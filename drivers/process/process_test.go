@@ -399,3 +399,20 @@ func TestStartFailsWhenTheRunCannotBeRecorded(t *testing.T) {
 		t.Errorf("after the failed Start: state %q, want stopped", st.State)
 	}
 }
+
+// Issue 15: an image on the process driver is refused with one line that
+// says which driver runs images; the process driver never runs the
+// command on the host in the image's place.
+func TestImageRefusedOnTheProcessDriver(t *testing.T) {
+	d := newDriver(t, t.TempDir())
+	defer d.Close()
+	spec := shSpec("img", "true", nil)
+	spec.Image = "postgres:16"
+	err := d.Validate(ctxT(t), spec)
+	if !errors.Is(err, drivers.ErrInvalid) || !strings.Contains(err.Error(), "image postgres:16") || !strings.Contains(err.Error(), "driver: incus") {
+		t.Fatalf("Validate: %v", err)
+	}
+	if err := d.Create(ctxT(t), spec); !errors.Is(err, drivers.ErrInvalid) {
+		t.Fatalf("Create: %v", err)
+	}
+}

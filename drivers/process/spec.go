@@ -25,6 +25,11 @@ func checkSpec(spec drivers.Spec) error {
 	if err := drivers.CheckName(spec.Name); err != nil {
 		return err
 	}
+	if spec.Image != "" {
+		// Silently running the command on the host in place of the
+		// image would be a different program.
+		return fmt.Errorf("image %s: the process driver runs commands on this node, not images; run the image with driver: incus, or drop image and give the command to run", spec.Image)
+	}
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
 		return errors.New("command is empty")
 	}
