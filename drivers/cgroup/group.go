@@ -123,6 +123,23 @@ func (h *Host) Open(rel string, l Limits) (*Group, bool) {
 	return g, true
 }
 
+// Leftover opens what is left of group rel in any hierarchy, also where
+// its primary directory is gone: a removal that failed half way (an rmdir
+// busy in one v1 hierarchy) leaves directories Open does not find. Drain
+// and Remove it like any group.
+func (h *Host) Leftover(rel string) (*Group, bool) {
+	if checkRel(rel) != nil {
+		return nil, false
+	}
+	g := &Group{h: h, rel: rel}
+	for _, dir := range g.dirs() {
+		if _, err := os.Stat(dir); err == nil {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
 // apply writes every setting of the group's limits for the controllers
 // the host has.
 func (g *Group) apply() error {

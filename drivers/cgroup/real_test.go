@@ -360,3 +360,39 @@ func TestDRV12V2PlacementKillAndCPUTime(t *testing.T) {
 		t.Errorf("after Drain: %v", pids)
 	}
 }
+
+// A removal that failed half way (on v1 an rmdir can be busy in one
+// hierarchy while the others went) leaves directories Open does not find,
+// since their primary one is gone; Leftover finds them so cleanup can
+// finish the removal.
+func TestDRV15LeftoverOfAHalfRemovedGroup(t *testing.T) {
+	h := testHost(t, V1)
+	g, err := h.Create("half", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Rmdir(filepath.Join(g.primary().mount, g.rel)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.Open(g.rel, Limits{}); ok {
+		t.Fatal("Open found a group whose primary directory is gone")
+	}
+	left, ok := h.Leftover(g.rel)
+	if len(h.hs) > 1 && !ok {
+		t.Fatal("Leftover does not find what is left in the other hierarchies")
+	}
+	if ok {
+		if err := left.Drain(context.Background(), sleepCtx); err != nil {
+			t.Fatal(err)
+		}
+		if err := left.Remove(context.Background(), sleepCtx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := h.Leftover(g.rel); ok {
+		t.Fatal("still there after Remove")
+	}
+	if _, ok := h.Leftover("../escape"); ok {
+		t.Fatal("Leftover took a path out of the subtree")
+	}
+}

@@ -65,7 +65,7 @@ func CleanCgroups(root string) ([]string, error) {
 func removeGroups(ctx context.Context, h *cgroup.Host, sleep func(context.Context, time.Duration) error) ([]string, error) {
 	left := h.Groups()
 	for _, rel := range left {
-		g, ok := h.Open(rel, cgroup.Limits{})
+		g, ok := h.Leftover(rel) // also a group a failed removal left in some hierarchies only
 		if !ok {
 			continue
 		}
