@@ -549,7 +549,8 @@ func (w *walker) mergeRestart(svc *Service, cs *composeState, path string) {
 // takes, so that an engenho stack file is a valid Compose file.
 var engenhoServiceKeys = []string{"driver", "hibernate", "sidecars"}
 
-// engenhoServiceKey reads one of engenhoServiceKeys under x-engenho.
+// engenhoServiceKey reads one of engenhoServiceKeys, in the service or
+// under its x-engenho.
 func (w *walker) engenhoServiceKey(svc *Service, e entry) bool {
 	switch e.key {
 	case "driver":
@@ -720,21 +721,5 @@ func (c *checker) composeService(p string, svc Service) {
 // serviceNameProblem says what is wrong with a service name that is not
 // [a-z0-9][a-z0-9_-]{0,62}.
 func serviceNameProblem(s string) string {
-	var why string
-	switch {
-	case s == "":
-		why = "empty"
-	case len(s) > 63:
-		why = fmt.Sprintf("%d characters long, at most 63", len(s))
-	case !isLowerAlnum(s[0]):
-		why = fmt.Sprintf("starts with %s", quoteByte(s, 0))
-	default:
-		for i := 1; i < len(s); i++ {
-			if !isLowerAlnum(s[i]) && s[i] != '-' && s[i] != '_' {
-				why = fmt.Sprintf("has %s at position %d", quoteByte(s, i), i+1)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("invalid service name %s: %s (want [a-z0-9][a-z0-9_-]{0,62}: lower-case letters, digits, - and _)", quote(s), why)
+	return fmt.Sprintf("invalid service name %s: %s (want [a-z0-9][a-z0-9_-]{0,62}: lower-case letters, digits, - and _)", quote(s), whyBadName(s, false, true))
 }

@@ -176,23 +176,26 @@ func nameProblem(what, s string, firstLetter bool) string {
 	if firstLetter {
 		rule = "[a-z][a-z0-9-]{0,62}"
 	}
-	var why string
+	return fmt.Sprintf("invalid %s name %s: %s (want %s: lower-case letters, digits and -)", what, quote(s), whyBadName(s, firstLetter, false), rule)
+}
+
+// whyBadName is the first thing wrong with s as a name of lower-case
+// letters, digits and - (and _ with underscore), at most 63 long.
+func whyBadName(s string, firstLetter, underscore bool) string {
 	switch {
 	case s == "":
-		why = "empty"
+		return "empty"
 	case len(s) > 63:
-		why = fmt.Sprintf("%d characters long, at most 63", len(s))
+		return fmt.Sprintf("%d characters long, at most 63", len(s))
 	case firstLetter && !(s[0] >= 'a' && s[0] <= 'z') || !isLowerAlnum(s[0]):
-		why = fmt.Sprintf("starts with %s", quoteByte(s, 0))
-	default:
-		for i := 1; i < len(s); i++ {
-			if !isLowerAlnum(s[i]) && s[i] != '-' {
-				why = fmt.Sprintf("has %s at position %d", quoteByte(s, i), i+1)
-				break
-			}
+		return fmt.Sprintf("starts with %s", quoteByte(s, 0))
+	}
+	for i := 1; i < len(s); i++ {
+		if !isLowerAlnum(s[i]) && s[i] != '-' && (!underscore || s[i] != '_') {
+			return fmt.Sprintf("has %s at position %d", quoteByte(s, i), i+1)
 		}
 	}
-	return fmt.Sprintf("invalid %s name %s: %s (want %s: lower-case letters, digits and -)", what, quote(s), why, rule)
+	return ""
 }
 
 // hostProblem says what is wrong with an edge host that is not a valid

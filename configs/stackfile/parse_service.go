@@ -49,13 +49,8 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 			svc.DependsOn = w.dependsOn(e.vn, e.path)
 		case "deploy":
 			svc.Deploy = w.deploy(e.vn, e.path)
-		case "driver":
-			svc.Driver, _ = w.str(e.vn, e.path)
-		case "hibernate":
-			h := w.hibernate(e.vn, e.path)
-			svc.Hibernate = &h
-		case "sidecars":
-			svc.Sidecars = w.sidecars(e.vn, e.path)
+		case "driver", "hibernate", "sidecars":
+			w.engenhoServiceKey(&svc, e)
 		case "stop_grace_period":
 			svc.StopGracePeriod, graceSet = w.duration(e.vn, e.path)
 			if !graceSet {
