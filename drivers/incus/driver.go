@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -68,6 +69,10 @@ type Options struct {
 	// LogMaxBytes is the size past which a container's output log is
 	// rotated to output.log.1 (DefaultLogMaxBytes).
 	LogMaxBytes int64
+	// Sealer keeps the values of a spec's secret files sealed in the
+	// instance's config (SEC-2); without one, specs with Secrets are
+	// refused.
+	Sealer drivers.Sealer
 }
 
 // Driver runs workloads as incus containers (spec DRV-5, DRV-6). It is
@@ -82,6 +87,8 @@ type Driver struct {
 	exits   sync.Map // name -> cachedExit
 	files   fileGate
 	watcher *watcher
+	// idmapped: the kernel has idmapped mounts, so bind mounts are shifted.
+	idmapped bool
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -130,6 +137,7 @@ func New(opts Options) (*Driver, error) {
 		c.Close()
 		return nil, err
 	}
+	d.idmapped = info.Environment.KernelFeatures["idmapped_mounts"] == "true"
 	d.watcher = newWatcher(d)
 	log.Debug().Str("server", c.Where()).Str("version", info.Environment.ServerVersion).Str("project", opts.Project).Msg("connected to incus")
 	return d, nil
@@ -151,7 +159,7 @@ func (d *Driver) Name() string { return DriverName }
 // Validate checks spec without creating anything: the name, the fields
 // incus cannot honour, the image alias, the storage pool and the profiles.
 func (d *Driver) Validate(ctx context.Context, spec drivers.Spec) error {
-	if err := checkSpec(spec, false); err != nil {
+	if err := d.checkSpec(spec, false); err != nil {
 		return err
 	}
 	if err := d.checkImage(ctx, spec); err != nil {
@@ -219,10 +227,24 @@ func checkName(op, name string) error {
 	return nil
 }
 
-// checkSpec checks what needs no server. At validation a published port
-// may have no host port yet: the service allocates one per instance at
-// creation.
-func checkSpec(spec drivers.Spec, creating bool) error {
+// checkSpec checks what needs no server (see checkSpecFields), then the
+// mounts' bind sources and the secret files.
+func (d *Driver) checkSpec(spec drivers.Spec, creating bool) error {
+	if err := checkSpecFields(spec, creating); err != nil {
+		return err
+	}
+	if err := d.checkBindSources(spec, "validate"); err != nil {
+		return err
+	}
+	return d.checkSecrets(spec, func(format string, args ...any) error {
+		return drivers.Errorf(DriverName, "validate", spec.Name, drivers.ErrInvalid, format, args...)
+	})
+}
+
+// checkSpecFields checks what needs no server. At validation a published
+// port may have no host port yet: the service allocates one per instance
+// at creation.
+func checkSpecFields(spec drivers.Spec, creating bool) error {
 	if err := checkName("validate", spec.Name); err != nil {
 		return err
 	}
@@ -239,6 +261,12 @@ func checkSpec(spec drivers.Spec, creating bool) error {
 		if !validKey(k) {
 			return bad("label key %q: want letters, digits, '.', '-', '_' and '/'", k)
 		}
+		if labelPrefix+k == sealedKey {
+			return bad("label key %q is the driver's own", k)
+		}
+	}
+	if err := checkMounts(spec, bad); err != nil {
+		return err
 	}
 	for k := range spec.Env {
 		if k == "" || strings.ContainsAny(k, "= \t\n\x00") {
@@ -287,7 +315,7 @@ func validKey(k string) bool {
 // script written into it (see entrypoint); a failure after the instance
 // exists deletes it again, so nothing is half-created.
 func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
-	if err := checkSpec(spec, true); err != nil {
+	if err := d.checkSpec(spec, true); err != nil {
 		return asOp(err, "create")
 	}
 	if err := d.checkImage(ctx, spec); err != nil {
@@ -299,6 +327,24 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		return d.fail("create", spec.Name, err)
 	}
 	post := d.instancePost(spec)
+	if len(spec.Mounts) > 0 {
+		pool, err := d.volumePool(ctx)
+		if err == nil {
+			err = d.ensureVolumes(ctx, spec, pool)
+		}
+		if err != nil {
+			return d.fail("create", spec.Name, err)
+		}
+		maps.Copy(post.Devices, d.mountDevices(spec, pool))
+	}
+	if len(spec.Secrets) > 0 {
+		sealed, err := d.sealSecrets(spec)
+		if err != nil {
+			return drivers.Errorf(DriverName, "create", spec.Name, drivers.ErrInvalid, "sealing the secret files failed")
+		}
+		post.Config[sealedKey] = sealed
+		post.Config["raw.lxc"] += "\n" + secretsMount
+	}
 	if err := d.c.CreateInstance(ctx, post); err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
@@ -372,7 +418,7 @@ func (d *Driver) writeEntrypoint(ctx context.Context, spec drivers.Spec) error {
 	}); err != nil {
 		return err
 	}
-	script := entrypoint(stateDir, spec.Command, spec.WorkingDir, d.opts.LogMaxBytes)
+	script := entrypoint(stateDir, spec.Command, spec.WorkingDir, d.opts.LogMaxBytes, len(spec.Secrets) > 0)
 	return d.withFiles(ctx, spec.Name, func() error {
 		return d.c.WriteFile(ctx, spec.Name, entrypointPath, []byte(script), 0o755)
 	})
@@ -389,6 +435,13 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 	for try := 1; ; try++ {
 		err := d.c.SetState(ctx, name, StatePut{Action: "start"})
 		if err == nil {
+			var in Instance // its config: the sealed secret files
+			if ierr := d.c.get(ctx, instancePath(name), nil, &in); ierr != nil {
+				return d.fail("start", name, ierr)
+			}
+			if err := d.deliverSecrets(ctx, in); err != nil {
+				return err
+			}
 			d.log.Debug().Str("instance", name).Msg("started")
 			return nil
 		}
@@ -652,7 +705,7 @@ func mapState(s string) drivers.State {
 func labelsOf(config map[string]string) drivers.Labels {
 	l := drivers.Labels{}
 	for k, v := range config {
-		if key, ok := strings.CutPrefix(k, labelPrefix); ok {
+		if key, ok := strings.CutPrefix(k, labelPrefix); ok && k != sealedKey {
 			l[key] = v
 		}
 	}
