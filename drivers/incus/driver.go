@@ -449,7 +449,7 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 		var oe *OperationError
 		switch {
 		case ierr == nil && mapState(in.Status) == drivers.StateRunning && in.State != nil:
-			return nil // already running
+			return d.secretsIfMissing(ctx, in) // already running
 		case IsNotFound(ierr):
 			return d.fail("start", name, ierr)
 		case !errors.As(err, &oe) || (try > 1 && !d.clock.Now().Before(deadline)):

@@ -34,6 +34,9 @@ const (
 	// secretsMount is the tmpfs LXC mounts (create=dir makes the mount
 	// point, an empty directory, in the rootfs when the image lacks it).
 	secretsMount = "lxc.mount.entry = tmpfs run/secrets tmpfs rw,nosuid,nodev,noexec,mode=0755,size=16m,create=dir 0 0"
+	// secretsMax is what the secret files of one spec may hold together
+	// (the tmpfs's size less room for its inodes).
+	secretsMax = 15 << 20
 )
 
 // sealedSecret is one secret file as sealed in sealedKey.
@@ -57,7 +60,9 @@ func (d *Driver) checkSecrets(spec drivers.Spec, bad func(string, ...any) error)
 		return drivers.Errorf(DriverName, "validate", spec.Name, drivers.ErrUnsupported, "secret files need the driver's sealer (the node key) to keep them across restarts; none is configured")
 	}
 	seen := map[string]bool{}
+	total := 0
 	for _, s := range spec.Secrets {
+		total += len(s.Value)
 		switch {
 		case s.Name == "" || s.Name == "." || s.Name == ".." || strings.ContainsAny(s.Name, "/\x00") || len(s.Name) > 255:
 			return bad("secret file name %q: want a file name (no '/', not '.' or '..')", s.Name)
@@ -69,6 +74,9 @@ func (d *Driver) checkSecrets(spec drivers.Spec, bad func(string, ...any) error)
 			return bad("secret file %q: mode %#o has bits other than the permissions", s.Name, s.Mode)
 		}
 		seen[s.Name] = true
+	}
+	if total > secretsMax {
+		return bad("the secret files hold %d bytes; the tmpfs at %s holds %d", total, secretsDir, secretsMax)
 	}
 	return nil
 }
@@ -147,6 +155,23 @@ func (d *Driver) deliverSecrets(ctx context.Context, in Instance) error {
 		d.log.Warn().Err(kerr).Str("instance", in.Name).Msg("could not stop an instance whose secrets were not delivered")
 	}
 	return d.fail("start", in.Name, fmt.Errorf("delivering the secret files: %w", err))
+}
+
+// secretsIfMissing delivers the secret files to a container found
+// running at Start (started outside engenho, or by a start whose answer
+// was lost) whose tmpfs lacks them: its entrypoint is still waiting.
+func (d *Driver) secretsIfMissing(ctx context.Context, in Instance) error {
+	if in.Config[sealedKey] == "" {
+		return nil
+	}
+	files, err := d.openSecrets(in)
+	if err != nil || len(files) == 0 {
+		return d.deliverSecrets(ctx, in) // stops it, says why
+	}
+	if _, err := d.readFile(ctx, in.Name, secretsDir+"/"+files[0].Name, 0); !IsNotFound(err) {
+		return nil // there (or unknown: not pushed twice)
+	}
+	return d.deliverSecrets(ctx, in)
 }
 
 // waitSecretsScript is the entrypoint's wait for secretsReady (see

@@ -60,6 +60,7 @@ func TestCheckSecrets(t *testing.T) {
 		{"the driver's marker", sealed, cmd, []drivers.SecretFile{{Name: secretsReady}}, drivers.ErrInvalid},
 		{"twice", sealed, cmd, []drivers.SecretFile{{Name: "a"}, {Name: "a"}}, drivers.ErrInvalid},
 		{"setuid mode", sealed, cmd, []drivers.SecretFile{{Name: "a", Mode: 0o4400}}, drivers.ErrInvalid},
+		{"more than the tmpfs holds", sealed, cmd, []drivers.SecretFile{{Name: "a", Value: strings.Repeat("x", secretsMax)}, {Name: "b", Value: "y"}}, drivers.ErrInvalid},
 	} {
 		spec := drivers.Spec{Name: "a", Image: "b", Command: c.command, Secrets: c.files}
 		err := c.d.checkSecrets(spec, func(format string, args ...any) error {
@@ -190,4 +191,38 @@ func logsOf(t *testing.T, d *Driver, name string) string {
 	defer rc.Close()
 	b, _ := io.ReadAll(rc)
 	return string(b)
+}
+
+// A container with secret files started outside the driver (`incus
+// start`) waits for them; the driver's Start then finds it running and
+// delivers them, and the command goes on.
+func TestSecretFilesStartedOutside(t *testing.T) {
+	t.Parallel()
+	needIncus(t)
+	d := sealedIncus(t, testSealer(t, 9))
+	ctx := testCtx(t)
+	spec := shSpec(uniqueName("secout"), `[ "$(cat /run/secrets/k)" = '`+secretValue+`' ] || exit 4; echo late-ok; sleep 3600`, nil)
+	spec.Secrets = []drivers.SecretFile{{Name: "k", Value: secretValue}}
+	create(t, d, spec)
+	if err := d.c.SetState(ctx, spec.Name, StatePut{Action: "start"}); err != nil {
+		t.Fatalf("incus start: %v", err)
+	}
+	if err := d.Start(ctx, spec.Name); err != nil {
+		t.Fatalf("Start of a running container lacking its secrets: %v", err)
+	}
+	eventually(t, "the command after a late delivery", func() bool {
+		if st, _ := d.Inspect(ctx, spec.Name); st.State == drivers.StateStopped {
+			t.Fatalf("the command ended (code %d): %s", st.ExitCode, logsOf(t, d, spec.Name))
+		}
+		return strings.Contains(logsOf(t, d, spec.Name), "late-ok")
+	})
+	// A second Start finds the files there and pushes nothing (a push
+	// would leave the marker, the entrypoint being past its wait).
+	if err := d.Start(ctx, spec.Name); err != nil {
+		t.Fatalf("second Start: %v", err)
+	}
+	res, err := d.Exec(ctx, spec.Name, []string{"ls", "-a", secretsDir})
+	if err != nil || res.ExitCode != 0 || strings.Contains(string(res.Stdout), secretsReady) {
+		t.Errorf("after a second Start, %s holds %q (%v), want k alone", secretsDir, res.Stdout, err)
+	}
 }
