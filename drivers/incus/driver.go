@@ -311,9 +311,12 @@ func validKey(k string) bool {
 
 // Create makes a stopped container from spec.Image. Labels become user.*
 // config keys, Env environment.* keys, each port a proxy device on host
-// loopback (DRV-6). With a Command, the container's init is an entrypoint
-// script written into it (see entrypoint); a failure after the instance
-// exists deletes it again, so nothing is half-created.
+// loopback (DRV-6), each mount a disk device (volumes.go: a named volume
+// missing is created first, and kept when the instance goes), the secret
+// files a sealed config key and a tmpfs (secrets.go). With a Command, the
+// container's init is an entrypoint script written into it (see
+// entrypoint); a failure after the instance exists deletes it again, so
+// nothing is half-created.
 func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 	if err := d.checkSpec(spec, true); err != nil {
 		return asOp(err, "create")
@@ -424,22 +427,25 @@ func (d *Driver) writeEntrypoint(ctx context.Context, spec drivers.Spec) error {
 	})
 }
 
-// Start starts the container; a running one is left as it is. While
+// Start starts the container and delivers its secret files (secrets.go);
+// a running one is left as it is (given its secret files if it lacks
+// them). While
 // incusd finishes a stop (see instance) it refuses a start; Start then tries
 // again every 50ms for up to settleTimeout.
 func (d *Driver) Start(ctx context.Context, name string) error {
 	if err := checkName("start", name); err != nil {
 		return err
 	}
+	// Its config (the sealed secret files) and last run, before the start.
+	var before Instance
+	if err := d.c.get(ctx, instancePath(name), nil, &before); err != nil {
+		return d.fail("start", name, err)
+	}
 	deadline := d.clock.Now().Add(settleTimeout)
 	for try := 1; ; try++ {
 		err := d.c.SetState(ctx, name, StatePut{Action: "start"})
 		if err == nil {
-			var in Instance // its config: the sealed secret files
-			if ierr := d.c.get(ctx, instancePath(name), nil, &in); ierr != nil {
-				return d.fail("start", name, ierr)
-			}
-			if err := d.deliverSecrets(ctx, in); err != nil {
+			if err := d.deliverSecrets(ctx, before); err != nil {
 				return err
 			}
 			d.log.Debug().Str("instance", name).Msg("started")
@@ -450,6 +456,11 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 		switch {
 		case ierr == nil && mapState(in.Status) == drivers.StateRunning && in.State != nil:
 			return d.secretsIfMissing(ctx, in) // already running
+		case ierr == nil && mapState(in.Status) == drivers.StateStopped && in.LastUsedAt.After(before.LastUsedAt):
+			// It ran and its command has ended already: incusd then fails
+			// the start it was still finishing ("no such file or
+			// directory", a 404). Started, not to be started twice.
+			return nil
 		case IsNotFound(ierr):
 			return d.fail("start", name, ierr)
 		case !errors.As(err, &oe) || (try > 1 && !d.clock.Now().Before(deadline)):
