@@ -168,6 +168,11 @@ func (d *Driver) Validate(ctx context.Context, spec drivers.Spec) error {
 	if err := d.checkPool(ctx); err != nil {
 		return err
 	}
+	if hasVolume(spec) {
+		if _, err := d.volumePool(ctx); err != nil {
+			return d.fail("validate", spec.Name, err)
+		}
+	}
 	for _, p := range d.profiles {
 		if _, err := d.c.Profile(ctx, p); err != nil {
 			if IsNotFound(err) {

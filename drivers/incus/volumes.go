@@ -228,9 +228,18 @@ func (d *Driver) volumePool(ctx context.Context) (string, error) {
 		}
 	}
 	if pool == "" {
-		return "", fmt.Errorf("no storage pool for volumes: none of the profiles %v has a root disk and the driver has no storage pool set", d.profiles)
+		return "", drivers.Errorf(DriverName, "volume pool", "", drivers.ErrInvalid, "no storage pool for volumes: none of the profiles %v has a root disk and the driver has no storage pool set", d.profiles)
 	}
 	return pool, nil
+}
+
+func hasVolume(spec drivers.Spec) bool {
+	for _, m := range spec.Mounts {
+		if m.Type == drivers.MountVolume {
+			return true
+		}
+	}
+	return false
 }
 
 // ensureVolumes creates the spec's named volumes that do not exist yet,

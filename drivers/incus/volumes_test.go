@@ -215,7 +215,7 @@ func TestForeignVolumeLeftAlone(t *testing.T) {
 	}
 }
 
-// A bind mount shows a host file; ro is read-only; where the kernel has
+// A bind mount shows a host directory or file; ro is read-only; where the kernel has
 // idmapped mounts (shift=true) the host's root-owned file is root's inside,
 // else it shows as nobody (65534). A missing source is refused at Create.
 func TestBindMounts(t *testing.T) {
@@ -234,6 +234,7 @@ func TestBindMounts(t *testing.T) {
 		wantUID = "0"
 	}
 	script := `[ "$(cat /rw/f)" = from-host ] || exit 3; [ "$(cat /ro/f)" = from-host ] || exit 3
+[ "$(cat /etc/app.conf)" = from-host ] || exit 7
 if echo x >/ro/g; then exit 4; fi
 echo uid=$(stat -c %u /ro/f)
 [ "$(stat -c %u /ro/f)" = ` + wantUID + ` ] || exit 5
@@ -246,11 +247,12 @@ echo uid=$(stat -c %u /ro/f)
 	spec.Mounts = []drivers.Mount{
 		{Type: drivers.MountBind, Source: dir, Target: "/rw"},
 		{Type: drivers.MountBind, Source: dir, Target: "/ro", ReadOnly: true},
+		{Type: drivers.MountBind, Source: filepath.Join(dir, "f"), Target: "/etc/app.conf", ReadOnly: true}, // a file, as compose files bind configs
 	}
 	create(t, d, spec)
 	code, out := runToEnd(t, d, spec.Name)
 	if code != 0 || !strings.Contains(out, "bind-ok") {
-		t.Fatalf("exited %d (3: content, 4: ro writable, 5: owner, want uid %s; 6: rw not writable): %s", code, wantUID, out)
+		t.Fatalf("exited %d (3: content, 4: ro writable, 5: owner, want uid %s; 6: rw not writable, 7: file bind): %s", code, wantUID, out)
 	}
 	if d.idmapped {
 		if b, err := os.ReadFile(filepath.Join(dir, "back")); err != nil || string(b) != "back\n" {
