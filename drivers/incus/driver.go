@@ -577,9 +577,16 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 			break
 		}
 		// Seen stopped just before incusd began its stop hook: it refuses
-		// until the hook is done; look again (instance waits it out).
+		// until the hook is done (a 400, or a failed delete operation:
+		// "busy running a stop operation", seen when a command ended as
+		// it was killed); look again (instance waits it out).
 		var ae *APIError
-		if try == 3 || !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		var oe *OperationError
+		refused := errors.As(err, &ae) && ae.Status == http.StatusBadRequest || errors.As(err, &oe)
+		if try == 5 || !refused {
+			return d.fail("delete", name, err)
+		}
+		if !d.pause(ctx, 100*time.Millisecond) {
 			return d.fail("delete", name, err)
 		}
 	}
