@@ -26,6 +26,9 @@ type ServerInfo struct {
 		KernelVersion string `json:"kernel_version"`
 		Storage       string `json:"storage"`
 		Project       string `json:"project"`
+		// KernelFeatures: "idmapped_mounts" is "true" where binds can be
+		// id-shifted.
+		KernelFeatures map[string]string `json:"kernel_features"`
 	} `json:"environment"`
 }
 

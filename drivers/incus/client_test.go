@@ -289,11 +289,11 @@ func TestInstancePost(t *testing.T) {
 // SEC-3 and incus's own name rules; spec fields incus cannot honour.
 func TestCheckSpec(t *testing.T) {
 	ok := drivers.Spec{Name: "s-web-0-a1", Image: "busybox"}
-	if err := checkSpec(ok, true); err != nil {
+	if err := checkSpecFields(ok, true); err != nil {
 		t.Fatalf("valid spec: %v", err)
 	}
 	// At validation the host port is not allocated yet (SVC-2).
-	if err := checkSpec(drivers.Spec{Name: "a", Image: "b", Ports: []drivers.Port{{Target: 80}}}, false); err != nil {
+	if err := checkSpecFields(drivers.Spec{Name: "a", Image: "b", Ports: []drivers.Port{{Target: 80}}}, false); err != nil {
 		t.Fatalf("validation of an unallocated port: %v", err)
 	}
 	for what, c := range map[string]struct {
@@ -313,7 +313,7 @@ func TestCheckSpec(t *testing.T) {
 		"twice":          {drivers.Spec{Name: "a", Image: "b", Ports: []drivers.Port{{Target: 80, HostPort: 1}, {Target: 80, HostPort: 2}}}, drivers.ErrInvalid},
 		"negative limit": {drivers.Spec{Name: "a", Image: "b", Resources: drivers.Resources{CPUs: -1}}, drivers.ErrInvalid},
 	} {
-		if err := checkSpec(c.spec, true); !errors.Is(err, c.kind) {
+		if err := checkSpecFields(c.spec, true); !errors.Is(err, c.kind) {
 			t.Errorf("%s: %v, want %v", what, err, c.kind)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -68,6 +69,10 @@ type Options struct {
 	// LogMaxBytes is the size past which a container's output log is
 	// rotated to output.log.1 (DefaultLogMaxBytes).
 	LogMaxBytes int64
+	// Sealer keeps the values of a spec's secret files sealed in the
+	// instance's config (SEC-2); without one, specs with Secrets are
+	// refused.
+	Sealer drivers.Sealer
 }
 
 // Driver runs workloads as incus containers (spec DRV-5, DRV-6). It is
@@ -82,6 +87,8 @@ type Driver struct {
 	exits   sync.Map // name -> cachedExit
 	files   fileGate
 	watcher *watcher
+	// idmapped: the kernel has idmapped mounts, so bind mounts are shifted.
+	idmapped bool
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -130,6 +137,7 @@ func New(opts Options) (*Driver, error) {
 		c.Close()
 		return nil, err
 	}
+	d.idmapped = info.Environment.KernelFeatures["idmapped_mounts"] == "true"
 	d.watcher = newWatcher(d)
 	log.Debug().Str("server", c.Where()).Str("version", info.Environment.ServerVersion).Str("project", opts.Project).Msg("connected to incus")
 	return d, nil
@@ -151,7 +159,7 @@ func (d *Driver) Name() string { return DriverName }
 // Validate checks spec without creating anything: the name, the fields
 // incus cannot honour, the image alias, the storage pool and the profiles.
 func (d *Driver) Validate(ctx context.Context, spec drivers.Spec) error {
-	if err := checkSpec(spec, false); err != nil {
+	if err := d.checkSpec(spec, false); err != nil {
 		return err
 	}
 	if err := d.checkImage(ctx, spec); err != nil {
@@ -159,6 +167,11 @@ func (d *Driver) Validate(ctx context.Context, spec drivers.Spec) error {
 	}
 	if err := d.checkPool(ctx); err != nil {
 		return err
+	}
+	if hasVolume(spec) {
+		if _, err := d.volumePool(ctx); err != nil {
+			return d.fail("validate", spec.Name, err)
+		}
 	}
 	for _, p := range d.profiles {
 		if _, err := d.c.Profile(ctx, p); err != nil {
@@ -219,10 +232,24 @@ func checkName(op, name string) error {
 	return nil
 }
 
-// checkSpec checks what needs no server. At validation a published port
-// may have no host port yet: the service allocates one per instance at
-// creation.
-func checkSpec(spec drivers.Spec, creating bool) error {
+// checkSpec checks what needs no server (see checkSpecFields), then the
+// mounts' bind sources and the secret files.
+func (d *Driver) checkSpec(spec drivers.Spec, creating bool) error {
+	if err := checkSpecFields(spec, creating); err != nil {
+		return err
+	}
+	if err := d.checkBindSources(spec, "validate"); err != nil {
+		return err
+	}
+	return d.checkSecrets(spec, func(format string, args ...any) error {
+		return drivers.Errorf(DriverName, "validate", spec.Name, drivers.ErrInvalid, format, args...)
+	})
+}
+
+// checkSpecFields checks what needs no server. At validation a published
+// port may have no host port yet: the service allocates one per instance
+// at creation.
+func checkSpecFields(spec drivers.Spec, creating bool) error {
 	if err := checkName("validate", spec.Name); err != nil {
 		return err
 	}
@@ -239,6 +266,12 @@ func checkSpec(spec drivers.Spec, creating bool) error {
 		if !validKey(k) {
 			return bad("label key %q: want letters, digits, '.', '-', '_' and '/'", k)
 		}
+		if labelPrefix+k == sealedKey {
+			return bad("label key %q is the driver's own", k)
+		}
+	}
+	if err := checkMounts(spec, bad); err != nil {
+		return err
 	}
 	for k := range spec.Env {
 		if k == "" || strings.ContainsAny(k, "= \t\n\x00") {
@@ -283,11 +316,14 @@ func validKey(k string) bool {
 
 // Create makes a stopped container from spec.Image. Labels become user.*
 // config keys, Env environment.* keys, each port a proxy device on host
-// loopback (DRV-6). With a Command, the container's init is an entrypoint
-// script written into it (see entrypoint); a failure after the instance
-// exists deletes it again, so nothing is half-created.
+// loopback (DRV-6), each mount a disk device (volumes.go: a named volume
+// missing is created first, and kept when the instance goes), the secret
+// files a sealed config key and a tmpfs (secrets.go). With a Command, the
+// container's init is an entrypoint script written into it (see
+// entrypoint); a failure after the instance exists deletes it again, so
+// nothing is half-created.
 func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
-	if err := checkSpec(spec, true); err != nil {
+	if err := d.checkSpec(spec, true); err != nil {
 		return asOp(err, "create")
 	}
 	if err := d.checkImage(ctx, spec); err != nil {
@@ -299,6 +335,24 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		return d.fail("create", spec.Name, err)
 	}
 	post := d.instancePost(spec)
+	if len(spec.Mounts) > 0 {
+		pool, err := d.volumePool(ctx)
+		if err == nil {
+			err = d.ensureVolumes(ctx, spec, pool)
+		}
+		if err != nil {
+			return d.fail("create", spec.Name, err)
+		}
+		maps.Copy(post.Devices, d.mountDevices(spec, pool))
+	}
+	if len(spec.Secrets) > 0 {
+		sealed, err := d.sealSecrets(spec)
+		if err != nil {
+			return drivers.Errorf(DriverName, "create", spec.Name, drivers.ErrInvalid, "sealing the secret files failed")
+		}
+		post.Config[sealedKey] = sealed
+		post.Config["raw.lxc"] += "\n" + secretsMount
+	}
 	if err := d.c.CreateInstance(ctx, post); err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
@@ -372,23 +426,33 @@ func (d *Driver) writeEntrypoint(ctx context.Context, spec drivers.Spec) error {
 	}); err != nil {
 		return err
 	}
-	script := entrypoint(stateDir, spec.Command, spec.WorkingDir, d.opts.LogMaxBytes)
+	script := entrypoint(stateDir, spec.Command, spec.WorkingDir, d.opts.LogMaxBytes, len(spec.Secrets) > 0)
 	return d.withFiles(ctx, spec.Name, func() error {
 		return d.c.WriteFile(ctx, spec.Name, entrypointPath, []byte(script), 0o755)
 	})
 }
 
-// Start starts the container; a running one is left as it is. While
+// Start starts the container and delivers its secret files (secrets.go);
+// a running one is left as it is (given its secret files if it lacks
+// them). While
 // incusd finishes a stop (see instance) it refuses a start; Start then tries
 // again every 50ms for up to settleTimeout.
 func (d *Driver) Start(ctx context.Context, name string) error {
 	if err := checkName("start", name); err != nil {
 		return err
 	}
+	// Its config (the sealed secret files) and last run, before the start.
+	var before Instance
+	if err := d.c.get(ctx, instancePath(name), nil, &before); err != nil {
+		return d.fail("start", name, err)
+	}
 	deadline := d.clock.Now().Add(settleTimeout)
 	for try := 1; ; try++ {
 		err := d.c.SetState(ctx, name, StatePut{Action: "start"})
 		if err == nil {
+			if err := d.deliverSecrets(ctx, before); err != nil {
+				return err
+			}
 			d.log.Debug().Str("instance", name).Msg("started")
 			return nil
 		}
@@ -396,7 +460,12 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 		var oe *OperationError
 		switch {
 		case ierr == nil && mapState(in.Status) == drivers.StateRunning && in.State != nil:
-			return nil // already running
+			return d.secretsIfMissing(ctx, in) // already running
+		case ierr == nil && mapState(in.Status) == drivers.StateStopped && in.LastUsedAt.After(before.LastUsedAt):
+			// It ran and its command has ended already: incusd then fails
+			// the start it was still finishing ("no such file or
+			// directory", a 404). Started, not to be started twice.
+			return nil
 		case IsNotFound(ierr):
 			return d.fail("start", name, ierr)
 		case !errors.As(err, &oe) || (try > 1 && !d.clock.Now().Before(deadline)):
@@ -508,9 +577,16 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 			break
 		}
 		// Seen stopped just before incusd began its stop hook: it refuses
-		// until the hook is done; look again (instance waits it out).
+		// until the hook is done (a 400, or a failed delete operation:
+		// "busy running a stop operation", seen when a command ended as
+		// it was killed); look again (instance waits it out).
 		var ae *APIError
-		if try == 3 || !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		var oe *OperationError
+		refused := errors.As(err, &ae) && ae.Status == http.StatusBadRequest || errors.As(err, &oe)
+		if try == 5 || !refused {
+			return d.fail("delete", name, err)
+		}
+		if !d.pause(ctx, 100*time.Millisecond) {
 			return d.fail("delete", name, err)
 		}
 	}
@@ -652,7 +728,7 @@ func mapState(s string) drivers.State {
 func labelsOf(config map[string]string) drivers.Labels {
 	l := drivers.Labels{}
 	for k, v := range config {
-		if key, ok := strings.CutPrefix(k, labelPrefix); ok {
+		if key, ok := strings.CutPrefix(k, labelPrefix); ok && k != sealedKey {
 			l[key] = v
 		}
 	}

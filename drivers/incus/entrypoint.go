@@ -24,11 +24,13 @@ const (
 //   - runs argv in dir (when set) as a child, passing SIGTERM, SIGPWR (what
 //     incusd sends for a clean stop) and SIGINT on as SIGTERM to its process
 //     group (the command and what it started), as the process driver does,
+//   - with waitSecrets, waits for the driver to deliver the secret files
+//     (see waitSecretsScript),
 //   - writes the child's exit status to DIR/exit-code and exits with it, so
 //     the container stops when the command ends.
 //
 // A container killed outright (SIGKILL, forced stop) leaves no exit-code.
-func entrypoint(dir string, argv []string, workDir string, maxLog int64) string {
+func entrypoint(dir string, argv []string, workDir string, maxLog int64, waitSecrets bool) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("#!/bin/sh")
@@ -44,6 +46,11 @@ func entrypoint(dir string, argv []string, workDir string, maxLog int64) string 
 	w(`exec >>"$L" 2>&1 </dev/null`)
 	w(`(trap - TERM INT; while sleep 10; do rotate; done) &`)
 	w("rotator=$!")
+	if waitSecrets {
+		for _, line := range waitSecretsScript(dir + "/" + exitCodeName) {
+			w("%s", line)
+		}
+	}
 	if workDir != "" {
 		w("cd %s || { echo \"engenho: cannot enter working directory %s\"; echo 126 >\"$D/%s\"; exit 126; }", shellQuote(workDir), strings.ReplaceAll(workDir, `"`, ""), exitCodeName)
 	}

@@ -17,7 +17,7 @@ import (
 func runEntrypoint(t *testing.T, dir string, argv []string, maxLog int64) *exec.Cmd {
 	t.Helper()
 	script := filepath.Join(dir, "entrypoint")
-	if err := os.WriteFile(script, []byte(entrypoint(dir, argv, "", maxLog)), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte(entrypoint(dir, argv, "", maxLog, false)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := exec.Command("unshare", "--pid", "--net", "--fork", "true").Run(); err != nil {

@@ -209,7 +209,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	if s.Incus.Enabled {
 		l := d.log.With().Str("driver", "incus").Logger()
 		in, err := incus.New(incus.Options{Socket: s.Incus.Socket, Project: s.Incus.Project, RemoteURL: s.Incus.RemoteURL,
-			ClientCert: s.Incus.ClientCert, ClientKey: s.Incus.ClientKey, ServerCA: s.Incus.ServerCA, Clock: d.clk, Logger: &l})
+			ClientCert: s.Incus.ClientCert, ClientKey: s.Incus.ClientKey, ServerCA: s.Incus.ServerCA, Clock: d.clk, Logger: &l, Sealer: key})
 		if err != nil {
 			return fail(fmt.Errorf("incus driver: %w", err))
 		}
