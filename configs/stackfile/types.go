@@ -236,9 +236,10 @@ const (
 type Dependency struct {
 	Service   string `json:"service"`
 	Condition string `json:"condition"`
-	// Restart is Compose's depends_on.X.restart: restart this service
-	// when the dependency is restarted by an update. Recorded only: the
-	// service actor does not act on it yet.
+	// Restart is Compose's depends_on.X.restart: this service gets a new
+	// revision whenever a deployment gives the dependency one (an update,
+	// a redeploy), so it is replaced with it (runtime/daemon's
+	// restartDependents).
 	Restart bool `json:"restart,omitempty"`
 	// Optional is Compose's required: false. A dependency on a service
 	// that is not in the stack (or not enabled by a profile) is then

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,6 +158,11 @@ func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source 
 	}
 	redefined := !found || !unchanged(stackfile.Plan(raw, st))
 	redeclared := !found || cur.Declared == nil || cur.Declared.Digest != digest || len(ended) > 0
+	if _, restarted := nextRevisions(st, cur, found); redefined {
+		for _, name := range restarted {
+			out.Notes = append(out.Notes, name+": restarted with what it depends on (depends_on restart: true)")
+		}
+	}
 	if dryRun || (!redefined && !redeclared) {
 		return out, nil
 	}
@@ -193,14 +200,69 @@ func (d *Deployer) newDeployment(st *stackfile.Stack, cur journal.StackState, fo
 	if err != nil {
 		return journal.Deployment{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
-	revs := map[string]string{}
+	revs, _ := nextRevisions(st, cur, found)
+	return journal.Deployment{Definition: def, Revisions: revs, Source: source}, nil
+}
+
+// nextRevisions are the revisions of st's services as a deployment after
+// cur: a service whose definition did not change keeps its revision (and
+// a redeploy's suffix), and one that depends on a changed service with
+// depends_on.X.restart: true is restarted with it (restarted).
+func nextRevisions(st *stackfile.Stack, cur journal.StackState, found bool) (revs map[string]string, restarted []string) {
+	revs = map[string]string{}
 	for name, svc := range st.Services {
 		revs[name] = svc.Revision()
 		if found && baseRevision(cur.Current.Revisions[name]) == revs[name] {
 			revs[name] = cur.Current.Revisions[name]
 		}
 	}
-	return journal.Deployment{Definition: def, Revisions: revs, Source: source}, nil
+	if !found {
+		return revs, nil
+	}
+	return revs, restartDependents(st, cur.Current.Revisions, revs)
+}
+
+// restartDependents gives a new revision suffix, in revs, to every service
+// of st that depends with restart: true on a service whose revision moved
+// from prev (Compose's depends_on.X.restart: the dependent is restarted
+// when the dependency is updated or restarted), transitively and once
+// each. A service new to the stack restarts nothing. It returns the
+// services it restarted, sorted.
+func restartDependents(st *stackfile.Stack, prev, revs map[string]string) []string {
+	moved := map[string]bool{}
+	for name, rev := range revs {
+		if old, ok := prev[name]; ok && old != rev {
+			moved[name] = true
+		}
+	}
+	var restarted []string
+	for again := true; again; {
+		again = false
+		for _, name := range st.Order {
+			if moved[name] || prev[name] == "" {
+				continue
+			}
+			for _, dep := range st.Services[name].DependsOn {
+				if dep.Restart && moved[dep.Service] {
+					revs[name] = nextSuffix(revs[name])
+					moved[name], again = true, true
+					restarted = append(restarted, name)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(restarted)
+	return restarted
+}
+
+// nextSuffix is rev with its redeploy suffix -rN counted up.
+func nextSuffix(rev string) string {
+	n := 0
+	if i := strings.Index(rev, "-r"); i >= 0 {
+		n, _ = strconv.Atoi(rev[i+2:])
+	}
+	return baseRevision(rev) + "-r" + strconv.Itoa(n+1)
 }
 
 // liftStoppedGone lifts the stopped intent of a service the stack file no
@@ -452,15 +514,9 @@ func (d *Deployer) Redeploy(stack, service string) (Changed, error) {
 	if err != nil {
 		return Changed{}, err
 	}
-	revs := map[string]string{}
-	for k, v := range cur.Current.Revisions {
-		revs[k] = v
-	}
-	base, n := baseRevision(revs[service]), 0
-	if i := strings.Index(revs[service], "-r"); i >= 0 {
-		n, _ = strconv.Atoi(revs[service][i+2:])
-	}
-	revs[service] = base + "-r" + strconv.Itoa(n+1)
+	revs := maps.Clone(cur.Current.Revisions)
+	revs[service] = nextSuffix(revs[service])
+	restartDependents(raw, cur.Current.Revisions, revs)
 	state, err := d.recordDeployment(raw, revs, cur.Current.Source)
 	if err != nil {
 		return Changed{}, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/fake"
 	"github.com/engenho/engenho/runtime/journal"
 )
 
@@ -147,4 +148,99 @@ func TestSVC17ChangesCountTheOverrides(t *testing.T) {
 		t.Fatalf("remove: %+v %v", ch, err)
 	}
 	replicas("remove", ch.Changes, 5, 0)
+}
+
+// Compose's depends_on.X.restart: true (issue 15): a service restarts
+// when a service it depends on so moves to a new revision, by an update
+// or a redeploy, transitively; a dependency without restart, a new
+// service, or a dependent that changed itself add nothing.
+func TestRestartDependents(t *testing.T) {
+	st, err := stackfile.Parse("s.yaml", []byte(`name: s
+services:
+  db: {command: [db]}
+  api:
+    command: [api]
+    depends_on: {db: {condition: service_started, restart: true}}
+  web:
+    command: [web]
+    depends_on: {api: {condition: service_started, restart: true}}
+  batch:
+    command: [batch]
+    depends_on: [db]
+  cache: {command: [cache]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := map[string]string{"db": "d1", "api": "a1", "web": "w1-r2", "batch": "b1", "cache": "c1"}
+	revs := map[string]string{"db": "d2", "api": "a1", "web": "w1-r2", "batch": "b1", "cache": "c1"}
+	got := restartDependents(st, prev, revs)
+	if strings.Join(got, ",") != "api,web" {
+		t.Errorf("restarted %v, want api,web", got)
+	}
+	want := map[string]string{"db": "d2", "api": "a1-r1", "web": "w1-r3", "batch": "b1", "cache": "c1"}
+	if !reflect.DeepEqual(revs, want) {
+		t.Errorf("revisions %v, want %v", revs, want)
+	}
+
+	revs = map[string]string{"db": "d1", "api": "a2", "web": "w1-r2", "batch": "b1", "cache": "c2"}
+	if got := restartDependents(st, prev, revs); strings.Join(got, ",") != "web" || revs["api"] != "a2" {
+		t.Errorf("api changed itself: restarted %v, revisions %v", got, revs)
+	}
+	revs = map[string]string{"db": "d2", "api": "a1", "web": "w1-r2", "batch": "b1", "cache": "c1"}
+	if got := restartDependents(st, map[string]string{"db": "d1"}, revs); len(got) != 0 {
+		t.Errorf("services new to the stack were restarted: %v", got)
+	}
+}
+
+// Through Apply and Redeploy: the dependent's new revision is recorded in
+// the same deployment, and apply says so in a note.
+func TestRestartDependentsRecorded(t *testing.T) {
+	j, err := journal.Open(journal.Options{Dir: t.TempDir(), NoSync: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	d := NewDeployer(j, testNode{fake.New(fake.Options{})}, testKey)
+	src := func(dbCmd string) *stackfile.Stack {
+		st, err := stackfile.Parse("s.yaml", []byte(`name: s
+services:
+  db: {command: [`+dbCmd+`], driver: fake}
+  api:
+    command: [api]
+    driver: fake
+    depends_on: {db: {condition: service_started, restart: true}}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	revision := func(svc string) string {
+		st, _, err := j.Stack("s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Current.Revisions[svc]
+	}
+	if _, err := d.Apply(t.Context(), src("db1"), "test", false); err != nil {
+		t.Fatal(err)
+	}
+	api1 := revision("api")
+	applied, err := d.Apply(t.Context(), src("db2"), "test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api2 := revision("api"); api2 != api1+"-r1" {
+		t.Errorf("api after db's update: %s, want %s-r1", api2, api1)
+	}
+	if !strings.Contains(strings.Join(applied.Notes, "\n"), "api: restarted with what it depends on") {
+		t.Errorf("notes: %q", applied.Notes)
+	}
+	if _, err := d.Redeploy("s", "db"); err != nil {
+		t.Fatal(err)
+	}
+	if api3 := revision("api"); api3 != api1+"-r2" {
+		t.Errorf("api after db's redeploy: %s, want %s-r2", api3, api1)
+	}
 }
