@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers"
 )
 
 // engenho config FILE... [--profile NAME]... [--json]: load stack files
@@ -94,6 +95,7 @@ func loadConfig(path string, env map[string]string, profiles []string, errOut io
 	}
 	printProblems(errOut, "warning", st.Warnings)
 	printProblems(errOut, "warning", stackfile.OfflineWarnings(st))
+	printProblems(errOut, "warning", hostMountWarnings(st))
 	if asJSON {
 		return stackfile.RenderJSON(st)
 	}
@@ -104,4 +106,32 @@ func printProblems(w io.Writer, label string, ps []stackfile.Problem) {
 	for _, p := range ps {
 		fmt.Fprintf(w, "%s: %s\n", label, p)
 	}
+}
+
+// hostMountWarnings: the process driver mounts a service's volumes and
+// binds over paths of this machine and creates none, so a target (or bind
+// source) missing here is refused at apply on this node; config says so
+// as a warning, since the file may be meant for another node.
+func hostMountWarnings(st *stackfile.Stack) []stackfile.Problem {
+	var out []stackfile.Problem
+	for _, name := range st.Order {
+		svc := st.Services[name]
+		if svc.Driver != stackfile.DefaultDriver {
+			continue
+		}
+		for i, v := range svc.Volumes {
+			key := fmt.Sprintf("services.%s.volumes[%d]", name, i)
+			if _, err := os.Stat(v.Target); err != nil {
+				out = append(out, st.Locate(stackfile.Problem{Key: key, Err: stackfile.ErrWarning,
+					Msg: fmt.Sprintf("target %s does not exist on this machine: the process driver mounts over host paths and creates none (apply refuses it here); create it, or use x-engenho.driver: incus", v.Target)}))
+			}
+			if v.Type == drivers.MountBind {
+				if _, err := os.Stat(v.Source); err != nil {
+					out = append(out, st.Locate(stackfile.Problem{Key: key, Err: stackfile.ErrWarning,
+						Msg: fmt.Sprintf("bind source %s does not exist on this machine (apply refuses it here)", v.Source)}))
+				}
+			}
+		}
+	}
+	return out
 }

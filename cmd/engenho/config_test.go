@@ -121,3 +121,34 @@ func TestConfigProfiles(t *testing.T) {
 		t.Errorf("with --profile debug: %d %s\n%s", code, errs, out)
 	}
 }
+
+// A volume the process driver cannot mount on this machine (its target or
+// bind source is missing) is a warning in config, which judges the file;
+// apply, on the node, refuses it.
+func TestConfigWarnsOfMountsTheProcessDriverCannotMake(t *testing.T) {
+	dir := t.TempDir()
+	file := writeStack(t, dir, "v.yaml", `services:
+  app:
+    command: [run]
+    volumes:
+      - data:`+dir+`
+      - /nonexistent-engenho-target:/nonexistent-engenho-target-2
+volumes:
+  data:
+`)
+	_, errs, code := cli(t, "", "", "config", file)
+	if code != 0 {
+		t.Fatalf("config: %d\n%s", code, errs)
+	}
+	for _, want := range []string{
+		file + ":6: services.app.volumes[1]: target /nonexistent-engenho-target-2 does not exist on this machine",
+		"bind source /nonexistent-engenho-target does not exist",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "volumes[0]") {
+		t.Errorf("a mount that can be made was warned about:\n%s", errs)
+	}
+}

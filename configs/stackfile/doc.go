@@ -40,8 +40,13 @@
 // Compose meaning, ignored with a warning (Stack.Warnings), or refused with
 // one problem that says why (ErrUnsupported for what engenho cannot run).
 //
-// Everything here is pure: no I/O besides ParseFile reading its file, no
-// goroutines, no clocks.
+// Interpolation (interpolate.go) is Compose's, from Options.Env and the
+// .env file of the project directory (envfile.go), never the process's
+// own environment.
+//
+// Everything here is pure but for reading files: ParseFile its file, and
+// with a project directory (Options.Dir) the .env, env_file and secret
+// file: sources it names. No goroutines, no clocks.
 //
 // Layer: configs. It imports drivers (driver names and specs) and
 // drivers/probe (Service.ProbeConfig), nothing above; messages carries its

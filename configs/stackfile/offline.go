@@ -16,7 +16,9 @@ func OfflineWarnings(st *Stack) []Problem {
 	return out
 }
 
-// locate fills in p's file and line from where the file wrote its key.
+// Locate fills in p's file and line from where the file wrote its key.
+func (st *Stack) Locate(p Problem) Problem { return st.locate(p) }
+
 func (st *Stack) locate(p Problem) Problem {
 	p.File = st.Source
 	if at, ok := st.pos.lookup(p.Key); ok {
