@@ -53,11 +53,30 @@ type secretWatch struct {
 	// failing is the last error logged per file or stack, so a file that
 	// stays unreadable is logged once.
 	failing map[string]string
-	// stale maps STACK/SERVICE to secret name to the instances that were
-	// running when it rotated under on_change none.
-	stale map[string]map[string]map[string]bool
+	// stale maps STACK/SERVICE to secret name to what rotated it under
+	// on_change none.
+	stale map[string]map[string]staleSecret
+	// seeded: stale holds the rotations the journal's events recorded
+	// before this daemon started (done in the first round).
+	seeded bool
 	// onRound, when set (tests), is called after each round.
 	onRound func()
+}
+
+// staleSecret is one rotation under on_change none: the instances that
+// were running then keep the old value. A rotation read back from the
+// journal after a daemon restart knows only when it was (instances nil):
+// an instance started before then keeps the old value.
+type staleSecret struct {
+	at        time.Time
+	instances map[string]bool
+}
+
+func (s staleSecret) holds(r messages.ReplicaStatus) bool {
+	if s.instances != nil {
+		return s.instances[r.Instance]
+	}
+	return !r.StartedAt.IsZero() && r.StartedAt.Before(s.at)
 }
 
 type cachedSecrets struct {
@@ -81,7 +100,7 @@ func makeSecretWatch(dep *Deployer, clk clock.Clock, log func(string, error), bo
 	return &secretWatch{
 		dep: dep, clk: clk, tick: secretRefresh, log: log, now: board,
 		cache: map[string]cachedSecrets{}, failing: map[string]string{},
-		stale: map[string]map[string]map[string]bool{},
+		stale: map[string]map[string]staleSecret{},
 	}
 }
 
@@ -113,6 +132,10 @@ func (w *secretWatch) round() {
 	w.running.Add(1)
 	w.mu.Unlock()
 	defer w.running.Done()
+	if !w.seeded {
+		w.seedStale()
+		w.seeded = true
+	}
 	w.check()
 	w.mu.Lock()
 	if !w.stopped {
@@ -225,7 +248,7 @@ func (w *secretWatch) rotate(stack string, fresh map[string]string) {
 		if !r.restarts {
 			policy = stackfile.OnChangeNone
 			msg = fmt.Sprintf("secret %s of %s/%s changed: recorded for the instances created from now on; the running ones keep the old value (on_change: none)", r.secret, stack, r.service)
-			w.markStale(stack, r.service, r.secret, running[r.service])
+			w.markStale(stack, r.service, r.secret, staleSecret{at: w.dep.now(), instances: setOf(running[r.service])})
 		}
 		w.dep.record(messages.Event{
 			UnixMs: w.dep.now().UnixMilli(), Level: messages.LevelInfo, Kind: messages.KindSecretRotated,
@@ -235,21 +258,50 @@ func (w *secretWatch) rotate(stack string, fresh map[string]string) {
 	}
 }
 
-func (w *secretWatch) markStale(stack, service, secret string, instances []string) {
-	if len(instances) == 0 {
+func (w *secretWatch) markStale(stack, service, secret string, st staleSecret) {
+	if st.instances != nil && len(st.instances) == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := stack + "/" + service
 	if w.stale[key] == nil {
-		w.stale[key] = map[string]map[string]bool{}
+		w.stale[key] = map[string]staleSecret{}
 	}
+	w.stale[key][secret] = st
+}
+
+func setOf(names []string) map[string]bool {
 	set := map[string]bool{}
-	for _, in := range instances {
-		set[in] = true
+	for _, n := range names {
+		set[n] = true
 	}
-	w.stale[key][secret] = set
+	return set
+}
+
+// seedStale reads back, from the journal's events, the rotations under
+// on_change none that happened before this daemon started, so status
+// still lists a stale secret after a restart (its instances were adopted
+// with the old value). Events past retention are gone, and so is their
+// mark.
+func (w *secretWatch) seedStale() {
+	var after uint64
+	for {
+		evs, err := w.dep.journal.EventsAfter(after, 1000)
+		if err != nil {
+			w.once("journal-events", "secret rotation: cannot read past rotations; status lists no stale secret from before this start", err)
+			return
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Kind == messages.KindSecretRotated && ev.Fields["on_change"] == stackfile.OnChangeNone {
+				w.markStale(ev.Stack, ev.Service, ev.Fields["secret"], staleSecret{at: time.UnixMilli(ev.UnixMs)})
+			}
+		}
+		if len(evs) < 1000 {
+			return
+		}
+	}
 }
 
 // staleSecrets names, sorted, the secrets of svc that changed under
@@ -269,7 +321,7 @@ func (w *secretWatch) staleSecrets(svc messages.ServiceStatus) []string {
 	for secret, old := range bySecret {
 		still := false
 		for _, r := range svc.Replicas {
-			if old[r.Instance] {
+			if old.holds(r) {
 				still = true
 				break
 			}

@@ -218,3 +218,34 @@ func TestSecretWatchRefreshOnTheClock(t *testing.T) {
 	default:
 	}
 }
+
+// After a daemon restart the in-memory marks are gone, but the journal's
+// secret.rotated events (on_change none) are not: the watch reads them
+// back in its first round, and an adopted instance started before the
+// rotation is still listed as holding the old value; one started after
+// is not.
+func TestSecretWatchStaleAfterRestart(t *testing.T) {
+	r := newRotRig(t, "v1")
+	at := time.UnixMilli(1_700_000_000_000)
+	if _, err := r.w.dep.journal.Append(
+		messages.Event{UnixMs: at.UnixMilli(), Kind: messages.KindSecretRotated, Stack: "web", Service: "cache",
+			Fields: map[string]string{"secret": "pw", "on_change": stackfile.OnChangeNone}},
+		messages.Event{UnixMs: at.UnixMilli(), Kind: messages.KindSecretRotated, Stack: "web", Service: "api",
+			Fields: map[string]string{"secret": "pw", "on_change": stackfile.OnChangeRestart}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	r.w.seedStale()
+	old := messages.ServiceStatus{Stack: "web", Service: "cache", Replicas: []messages.ReplicaStatus{{Instance: "web-cache-1-aaaa", StartedAt: at.Add(-time.Minute)}}}
+	if s := r.w.staleSecrets(old); !slices.Equal(s, []string{"pw"}) {
+		t.Errorf("an instance from before the rotation: stale = %v, want [pw]", s)
+	}
+	api := messages.ServiceStatus{Stack: "web", Service: "api", Replicas: old.Replicas}
+	if s := r.w.staleSecrets(api); len(s) != 0 {
+		t.Errorf("on_change restart marks nothing stale: %v", s)
+	}
+	replaced := messages.ServiceStatus{Stack: "web", Service: "cache", Replicas: []messages.ReplicaStatus{{Instance: "web-cache-1-bbbb", StartedAt: at.Add(time.Minute)}}}
+	if s := r.w.staleSecrets(replaced); len(s) != 0 {
+		t.Errorf("an instance started after the rotation has the new value: stale = %v", s)
+	}
+}
