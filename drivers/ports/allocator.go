@@ -92,3 +92,25 @@ func (a *Allocator) InUse(p int) bool {
 	defer a.mu.Unlock()
 	return a.s.InUse[p]
 }
+
+// Kernel hands out the kernel's pick of a free loopback port (listen on
+// 127.0.0.1:0, then close) and keeps no state. It is what a caller without
+// a configured range gets (tests that build a service actor or a process
+// driver by hand); the daemon always uses an Allocator.
+type Kernel struct{}
+
+// Take asks the kernel for a free loopback port.
+func (Kernel) Take() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("allocating a port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Adopt does nothing: the kernel knows which ports are bound.
+func (Kernel) Adopt(...int) {}
+
+// Release does nothing.
+func (Kernel) Release(...int) {}
