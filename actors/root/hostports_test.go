@@ -97,6 +97,27 @@ func TestSVC24SpentRangeFailsTheSpawn(t *testing.T) {
 	if n := len(e.instances()); n != 2 {
 		t.Fatalf("%d instances, want the 2 old ones serving", n)
 	}
+	// The rollout is not stuck on it: the service plans again every 5s,
+	// and the batch's deadline ends it as it ends a slow instance
+	// (failure_action pause: the old revision keeps serving).
+	e.until("the batch fails at its deadline", func() bool {
+		for _, ev := range e.tree.Events.All() {
+			if ev.Kind == messages.KindDeployFailed && strings.Contains(ev.Message, "did not become healthy") {
+				return true
+			}
+		}
+		return false
+	})
+	e.until("the old revision serves", func() bool { return len(e.instances()) == 2 && e.tree.Service("web", "api").Healthy == 2 })
+	n := 0
+	for _, ev := range e.tree.Events.All() {
+		if strings.Contains(ev.Message, "no free port left") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the spent range was said %d times, want once:\n%s", n, e.tree.Events)
+	}
 }
 
 // SVC-24: after the tree restarts on a fresh allocator (a daemon restart),

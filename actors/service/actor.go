@@ -103,6 +103,7 @@ type Actor struct {
 	planQueued bool
 	ports      []portBinding
 	held       map[string][]int  // replica ID -> host ports it holds (SVC-24)
+	portsShort bool              // the last Take failed; said once until one succeeds
 	rotation   map[string]string // port name -> last backends, to skip no-op updates
 	lastSum    messages.ServiceSummary
 	ctx        context.Context
@@ -112,6 +113,13 @@ type Actor struct {
 // relistTimer is the shell's own timer: list the instances again after a
 // failed listing.
 const relistTimer = "relist"
+
+// portsTimer is the shell's other timer: plan again after a new instance
+// found no free host port (SVC-24), every portsRetry.
+const (
+	portsTimer = "host-ports"
+	portsRetry = 5 * time.Second
+)
 
 type portBinding struct {
 	name   string
@@ -232,6 +240,10 @@ func (a *Actor) timer(m messages.Timer) {
 	}
 	if m.Name == relistTimer {
 		a.list()
+		return
+	}
+	if m.Name == portsTimer {
+		a.planSoon()
 		return
 	}
 	a.feed(Fired{Timer: m.Name})
@@ -450,15 +462,21 @@ func (a *Actor) spawnNew(act Spawn) {
 		if err != nil {
 			a.env.HostPorts.Release(taken...)
 			a.h.Log().Error().Err(err).Int("slot", act.Slot).Msg("allocating a host port")
-			// No instance without its ports; the next pass (a sweep, a
-			// report) asks for the spawn again.
-			supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError,
-				Message: fmt.Sprintf("slot %d: no host port for target %d: %v", act.Slot, p.Target, err)}})
+			// No instance without its ports: plan again in a while (the
+			// core asks for the spawn again, and a rollout's deadline
+			// still runs). Said once until a Take succeeds.
+			if !a.portsShort {
+				supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError,
+					Message: fmt.Sprintf("slot %d: no host port for target %d: %v", act.Slot, p.Target, err)}})
+			}
+			a.portsShort = true
+			a.timers.Arm(portsTimer, a.h.Clock().Now().Add(portsRetry))
 			return
 		}
 		hostPorts[p.Target] = port
 		taken = append(taken, port)
 	}
+	a.portsShort = false
 	r := Replica{ID: stackfile.NewInstanceID(), Slot: act.Slot, Revision: act.Target.Revision, Deployment: act.Target.Deployment,
 		Phase: "creating", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
 	if len(taken) > 0 {
