@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -118,5 +119,37 @@ func TestSVC24OtherProbeErrorStops(t *testing.T) {
 	_, err := a.Take()
 	if err == nil || errors.Is(err, ErrExhausted) || !errors.Is(err, syscall.EACCES) {
 		t.Fatalf("Take = %v, want the EACCES", err)
+	}
+}
+
+// SVC-24: one allocator serves every service of the node at once: ports
+// taken concurrently are all distinct.
+func TestSVC24ConcurrentTakesDistinct(t *testing.T) {
+	a := New(Range{20000, 20099}, inUse())
+	got := make(chan int, 100)
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := a.Take()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- p
+		}()
+	}
+	wg.Wait()
+	close(got)
+	seen := map[int]bool{}
+	for p := range got {
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+	if len(seen) != 100 {
+		t.Fatalf("%d ports handed out, want 100", len(seen))
 	}
 }
