@@ -9,6 +9,7 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/fake"
+	"github.com/engenho/engenho/drivers/ports"
 	"github.com/engenho/engenho/messages"
 	"go.uber.org/goleak"
 )
@@ -32,6 +33,12 @@ type env struct {
 	clk  *clock.Fake
 	drv  *fake.Driver
 	tree *treetest.Tree
+	// hostPorts, when set, hands out new instances' host ports (SVC-24).
+	hostPorts interface {
+		Take() (int, error)
+		Adopt(...int)
+		Release(...int)
+	}
 }
 
 func newEnv(t *testing.T) *env {
@@ -43,8 +50,17 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// newEnvWith is newEnv with a host-port allocator (SVC-24).
+func newEnvWith(t *testing.T, hp *ports.Allocator) *env {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := &env{t: t, clk: clk, drv: fake.New(fake.Options{Clock: clk, Seed: 1}), hostPorts: hp}
+	e.start()
+	return e
+}
+
 func (e *env) start() {
-	tree, err := treetest.New(treetest.Options{Clock: e.clk, Driver: e.drv, Sweep: 30 * time.Second})
+	tree, err := treetest.New(treetest.Options{Clock: e.clk, Driver: e.drv, Sweep: 30 * time.Second, HostPorts: e.hostPorts})
 	if err != nil {
 		e.t.Fatal(err)
 	}

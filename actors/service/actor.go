@@ -15,6 +15,7 @@ import (
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/ports"
 	"github.com/engenho/engenho/drivers/probe"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/messages/step"
@@ -57,14 +58,27 @@ type Backend struct {
 type Env struct {
 	Driver func(name string) (drivers.Driver, bool)
 	Ports  Ports
-	Events supervise.Emitter
-	Board  *supervise.Board
-	Store  Store
+	// HostPorts hands out the host ports of new instances (SVC-24);
+	// runtime/daemon passes the node's drivers/ports.Allocator. Nil: the
+	// kernel's pick (ports.Kernel), for tests that build an Env by hand.
+	HostPorts HostPorts
+	Events    supervise.Emitter
+	Board     *supervise.Board
+	Store     Store
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in commands.
 	Bin         string
 	StepTimeout time.Duration
 	Sweep       time.Duration
 	OutputLines int
+}
+
+// HostPorts is the node's host-port allocator as a service uses it
+// (SVC-24): Take a port for a new instance, Adopt the ports of instances
+// found running, Release the ports of an instance that is gone.
+type HostPorts interface {
+	Take() (int, error)
+	Adopt(ports ...int)
+	Release(ports ...int)
 }
 
 // Actor is the service actor: the shell of the core (Step). It turns its
@@ -88,6 +102,8 @@ type Actor struct {
 
 	planQueued bool
 	ports      []portBinding
+	held       map[string][]int  // replica ID -> host ports it holds (SVC-24)
+	portsShort bool              // the last Take failed; said once until one succeeds
 	rotation   map[string]string // port name -> last backends, to skip no-op updates
 	lastSum    messages.ServiceSummary
 	ctx        context.Context
@@ -97,6 +113,13 @@ type Actor struct {
 // relistTimer is the shell's own timer: list the instances again after a
 // failed listing.
 const relistTimer = "relist"
+
+// portsTimer is the shell's other timer: plan again after a new instance
+// found no free host port (SVC-24), every portsRetry.
+const (
+	portsTimer = "host-ports"
+	portsRetry = 5 * time.Second
+)
 
 type portBinding struct {
 	name   string
@@ -109,7 +132,11 @@ type portBinding struct {
 func Produce(env Env, def messages.ServiceDefinition, stopped bool) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
 		a := &Actor{h: h, env: env, stack: def.Stack, name: def.Current.Definition.Name, timers: supervise.NewTimers(h),
-			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{}, rotation: map[string]string{}}
+			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{}, rotation: map[string]string{},
+			held: map[string][]int{}}
+		if a.env.HostPorts == nil {
+			a.env.HostPorts = ports.Kernel{}
+		}
 		a.shell = supervise.Shell{Timers: a.timers, Events: env.Events,
 			Event: messages.Event{Stack: a.stack, Service: a.name}, Own: a.perform}
 		a.s = State{Replicas: map[string]Replica{}, Failed: map[string]bool{}, Stopped: stopped}
@@ -215,6 +242,10 @@ func (a *Actor) timer(m messages.Timer) {
 		a.list()
 		return
 	}
+	if m.Name == portsTimer {
+		a.planSoon()
+		return
+	}
 	a.feed(Fired{Timer: m.Name})
 }
 
@@ -272,7 +303,13 @@ func (a *Actor) adoptOne(st drivers.Status) {
 		def = a.current.Definition // an old revision: replaced by the rollout
 	}
 	r := Replica{ID: id, Slot: slot, Revision: rev, Deployment: dep, Phase: "adopting", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
-	a.spawnReplica(r, def, replica.Params{Adopt: &st}, addrPorts(st.Addresses))
+	hostPorts := addrPorts(st.Addresses)
+	// An adopted instance keeps its ports: they count as in use (SVC-24).
+	for _, p := range hostPorts {
+		a.held[id] = append(a.held[id], p)
+	}
+	a.env.HostPorts.Adopt(a.held[id]...)
+	a.spawnReplica(r, def, replica.Params{Adopt: &st}, hostPorts)
 }
 
 func (a *Actor) wantIntent() messages.Intent {
@@ -352,6 +389,13 @@ func (a *Actor) childExited(m messages.ChildExited) {
 		if childName(r) == m.Name {
 			gone = id
 			delete(a.views, id)
+			if r.Retiring {
+				// A retired replica deletes its instance before it ends: its
+				// ports are free. Any other end may leave the instance (and
+				// its ports) behind, so they stay in use until the next boot.
+				a.env.HostPorts.Release(a.held[id]...)
+				delete(a.held, id)
+			}
 			if m.Reason.Abnormal() {
 				a.env.Board.DeleteReplica(a.stack, a.name, id)
 			}
@@ -410,18 +454,35 @@ func (a *Actor) spawnNew(act Spawn) {
 		a.h.Log().Error().Str("revision", act.Target.Revision).Msg("no definition for revision")
 		return
 	}
-	ports := map[int]int{}
+	// Every new instance, a start-first rollout's included, gets its host
+	// ports from the node's range (SVC-24).
+	hostPorts, taken := map[int]int{}, []int(nil)
 	for _, p := range def.Ports {
-		port, err := freePort()
+		port, err := a.env.HostPorts.Take()
 		if err != nil {
-			a.h.Log().Error().Err(err).Msg("allocating a host port")
+			a.env.HostPorts.Release(taken...)
+			a.h.Log().Error().Err(err).Int("slot", act.Slot).Msg("allocating a host port")
+			// No instance without its ports: plan again in a while (the
+			// core asks for the spawn again, and a rollout's deadline
+			// still runs). Said once until a Take succeeds.
+			if !a.portsShort {
+				supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError,
+					Message: fmt.Sprintf("slot %d: no host port for target %d: %v", act.Slot, p.Target, err)}})
+			}
+			a.portsShort = true
+			a.timers.Arm(portsTimer, a.h.Clock().Now().Add(portsRetry))
 			return
 		}
-		ports[p.Target] = port
+		hostPorts[p.Target] = port
+		taken = append(taken, port)
 	}
+	a.portsShort = false
 	r := Replica{ID: stackfile.NewInstanceID(), Slot: act.Slot, Revision: act.Target.Revision, Deployment: act.Target.Deployment,
 		Phase: "creating", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
-	a.spawnReplica(r, def, replica.Params{}, ports)
+	if len(taken) > 0 {
+		a.held[r.ID] = taken
+	}
+	a.spawnReplica(r, def, replica.Params{}, hostPorts)
 }
 
 // retire takes a replica out of rotation, lets its connections drain,
@@ -592,14 +653,4 @@ func slotCurrent(s State, n int) bool {
 		}
 	}
 	return false
-}
-
-// freePort asks the kernel for a free loopback port for an instance.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("allocating a port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/ports"
 )
 
 // DefaultPath is where the daemon looks for its config (DMN-1).
@@ -30,6 +31,7 @@ type Config struct {
 	Stacks      []string    `key:"stacks" reload:"live"`
 	Control     Control     `key:"control" reload:"relaunch"`
 	Drivers     Drivers     `key:"drivers"`
+	Ports       Ports       `key:"ports"`
 	Objstore    Objstore    `key:"objstore"`
 	Edge        Edge        `key:"edge"`
 	Metrics     Metrics     `key:"metrics" reload:"relaunch"`
@@ -104,6 +106,24 @@ type ProcessDriver struct {
 	// CgroupRoot is the subtree below each cgroup hierarchy that every
 	// instance's cgroup goes in (DRV-12).
 	CgroupRoot string `key:"cgroup_root"`
+}
+
+// Ports configures the host ports engenho hands out to instances (SVC-24).
+type Ports struct {
+	// InstanceRange is LOW-HIGH (1024 <= LOW <= HIGH <= 65535): every new
+	// instance's host ports come from it. A restart key: the allocator is
+	// made at boot, and the ports of the adopted instances count as in use.
+	InstanceRange string `key:"instance_range"`
+}
+
+// Range is InstanceRange parsed (Load has validated it; the default range
+// otherwise).
+func (p Ports) Range() ports.Range {
+	r, err := ports.ParseRange(p.InstanceRange)
+	if err != nil {
+		return ports.DefaultRange
+	}
+	return r
 }
 
 // IncusDriver configures the incus driver (DRV-5).
@@ -271,6 +291,7 @@ func Defaults() Config {
 			Process: ProcessDriver{Enabled: true, LogMaxBytes: 10 * MiB, LogFiles: 3, CgroupRoot: "engenho"},
 			Incus:   IncusDriver{Socket: "/var/lib/incus/unix.socket", Profiles: []string{"default"}},
 		},
+		Ports:    Ports{InstanceRange: ports.DefaultRange.String()},
 		Objstore: Objstore{Kind: "fs", Prefix: "engenho"},
 		Supervision: Supervision{
 			Strategy: "one_for_one", MaxRestarts: 3, Period: 5 * time.Second,

@@ -216,3 +216,28 @@ func TestDataDirOfBrokenConfig(t *testing.T) {
 		t.Errorf("a missing file: %s", got)
 	}
 }
+
+// SVC-24, DMN-15: a bad ports.instance_range is an error at its line that
+// shows the expected form; a good one is read.
+func TestInstanceRangeSVC24(t *testing.T) {
+	for _, bad := range []string{`"20999-20000"`, "abc", `"0-5"`, `"1023-2000"`, `"20000-70000"`, `""`} {
+		t.Run(bad, func(t *testing.T) {
+			_, _, err := load(t, "ports:\n  instance_range: "+bad+"\n")
+			sameProblems(t, errorsOf(t, err), []want{{2, "ports.instance_range", "want LOW-HIGH, 1024 <= LOW <= HIGH <= 65535, got"}})
+		})
+	}
+	if r := mustLoad(t, "{}\n").Ports.Range(); r.Low != 20000 || r.High != 20999 {
+		t.Fatalf("default range %v, want 20000-20999", r)
+	}
+	if r := mustLoad(t, "ports: {instance_range: 30000-30009}\n").Ports.Range(); r.Low != 30000 || r.High != 30009 {
+		t.Fatalf("range %v, want 30000-30009", r)
+	}
+	t.Run("from the environment", func(t *testing.T) {
+		t.Setenv("ENGENHO_PORTS_INSTANCE_RANGE", "5-1")
+		_, _, err := load(t, "{}\n")
+		es := errorsOf(t, err)
+		if len(es) != 1 || es[0].Key != "ports.instance_range" || !strings.Contains(es[0].Msg, "LOW-HIGH") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/drivers/objstore"
+	"github.com/engenho/engenho/drivers/ports"
 )
 
 // systemdStopTimeout is systemd's default TimeoutStopSec; a drain budget
@@ -39,6 +40,9 @@ func (p *parser) validate(c *Config) {
 	p.validateStacks(c)
 	p.validateControl(c)
 	p.validateDrivers(c)
+	if _, err := ports.ParseRange(c.Ports.InstanceRange); err != nil {
+		p.failKey("ports.instance_range", "want %s, got %s", ports.RangeForm, quote(c.Ports.InstanceRange))
+	}
 	p.validateObjstore(c)
 	p.listen("edge.listen", c.Edge.Listen)
 	p.listen("metrics.listen", c.Metrics.Listen)

@@ -14,6 +14,7 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/cgroup"
 	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/ports"
 )
 
 // DriverName is the process driver's config name.
@@ -61,6 +62,18 @@ type Options struct {
 	// Default: /run/engenho-secrets/ID, else /dev/shm/engenho-secrets/ID,
 	// the first on tmpfs, ID a hash of Dir.
 	SecretsDir string
+	// HostPorts picks the host port of a spec port whose HostPort is 0
+	// (SVC-24): the daemon passes the node's drivers/ports.Allocator, the
+	// one its service actors take from. Default: the kernel's pick
+	// (ports.Kernel).
+	HostPorts HostPorts
+}
+
+// HostPorts hands out host ports: Take one for a run, Release those of a
+// run that is over.
+type HostPorts interface {
+	Take() (int, error)
+	Release(ports ...int)
 }
 
 // Driver runs instances as local processes.
@@ -136,6 +149,9 @@ func New(opts Options) (*Driver, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.New()
+	}
+	if opts.HostPorts == nil {
+		opts.HostPorts = ports.Kernel{}
 	}
 	if opts.LogMaxBytes <= 0 {
 		opts.LogMaxBytes = DefaultLogMaxBytes

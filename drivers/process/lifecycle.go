@@ -136,7 +136,7 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 	if err != nil {
 		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
 	}
-	hostPorts, err := assignPorts(spec.Ports)
+	hostPorts, err := assignPorts(d.opts.HostPorts, spec.Ports, in.rec.HostPorts)
 	if err != nil {
 		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, err)
 	}
@@ -425,6 +425,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 		return drivers.Wrap(DriverName, opDelete, name, drivers.ErrTransient, err)
 	}
 	in.deleted = true
+	d.opts.HostPorts.Release(picked(in.rec.Spec.Ports, in.rec.HostPorts)...)
 	in.mu.Unlock()
 	d.mu.Lock()
 	if d.instances[name] == in {

@@ -3,7 +3,6 @@ package process
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -245,24 +244,39 @@ func workloadEnv(spec drivers.Spec, id identity, hostPorts map[int]int) []string
 	return out
 }
 
-// assignPorts returns target -> host port for a run; a HostPort of 0 gets a
-// free loopback port (the kernel's pick; it can in principle be taken
-// before the workload binds it).
-func assignPorts(ports []drivers.Port) (map[int]int, error) {
+// assignPorts returns target -> host port for a run; a HostPort of 0 gets
+// one from hp (SVC-24). The ports it picked for the previous run (prev) are
+// released first: with the allocator's walk they are not handed out again
+// at once. Picked ports are probed free, but can in principle be taken
+// before the workload binds them.
+func assignPorts(hp HostPorts, ports []drivers.Port, prev map[int]int) (map[int]int, error) {
+	hp.Release(picked(ports, prev)...)
 	out := make(map[int]int, len(ports))
 	for _, p := range ports {
 		if p.HostPort != 0 {
 			out[p.Target] = p.HostPort
 			continue
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := hp.Take()
 		if err != nil {
+			hp.Release(picked(ports, out)...)
 			return nil, fmt.Errorf("pick a free port for %d: %w", p.Target, err)
 		}
-		out[p.Target] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		out[p.Target] = port
 	}
 	return out, nil
+}
+
+// picked lists the host ports of hostPorts that the driver chose (the
+// spec's HostPort is 0 for their target).
+func picked(ports []drivers.Port, hostPorts map[int]int) []int {
+	var out []int
+	for _, p := range ports {
+		if hp, ok := hostPorts[p.Target]; p.HostPort == 0 && ok {
+			out = append(out, hp)
+		}
+	}
+	return out
 }
 
 // addresses is Status.Addresses for hostPorts.

@@ -16,6 +16,7 @@ import (
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/incus"
 	"github.com/engenho/engenho/drivers/objstore"
+	"github.com/engenho/engenho/drivers/ports"
 	"github.com/engenho/engenho/drivers/process"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/balancer"
@@ -40,7 +41,11 @@ type parts struct {
 	removing []string
 	store    objstore.Store
 	prefix   string
-	rt       *runtime
+	// hostPorts hands out every new instance's host ports (SVC-24): the
+	// service actors take from it, and so does the process driver for a
+	// spec port without one. Made at each boot over ports.instance_range.
+	hostPorts *ports.Allocator
+	rt        *runtime
 }
 
 // runtime is the running supervision tree and what serves it.
@@ -178,6 +183,7 @@ func (d *Daemon) resolveConfig() (func(), error) {
 func (d *Daemon) prepareDrivers() (func(), error) {
 	s := d.settings
 	drvs := map[string]drivers.Driver{}
+	hostPorts := ports.New(s.InstanceRange, nil)
 	var closers []func() error
 	fail := func(err error) (func(), error) {
 		for _, c := range closers {
@@ -199,7 +205,8 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 			d.log.Warn().Err(err).Msg("cannot become child subreaper; orphaned grandchildren will go to init")
 		}
 		p, err := process.New(process.Options{Dir: d.dir.Root(), Clock: d.clk, Logger: d.log.With().Str("driver", "process").Logger(),
-			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles, Sealer: key, CgroupRoot: s.Process.CgroupRoot})
+			LogMaxBytes: s.Process.LogMaxBytes, LogFiles: s.Process.LogFiles, Sealer: key, CgroupRoot: s.Process.CgroupRoot,
+			HostPorts: hostPorts})
 		if err != nil {
 			return fail(fmt.Errorf("process driver: %w", err))
 		}
@@ -240,6 +247,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 		d.parts.drivers, d.parts.closers = drvs, closers
 		d.parts.deployer, d.parts.desired, d.parts.removing = dep, desired, removing
 		d.parts.store, d.parts.prefix = store, prefix
+		d.parts.hostPorts = hostPorts
 	}, nil
 }
 
@@ -266,7 +274,7 @@ func (d *Daemon) startTree() (func(), error) {
 			drv, ok := p.drivers[name]
 			return drv, ok
 		},
-		Ports: balancerPorts{rt.balancer}, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
+		Ports: balancerPorts{rt.balancer}, HostPorts: p.hostPorts, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
 		Bin: d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
 	}
 	rt.routes = edge.NewTable()

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/engenho/engenho/drivers/drivertest"
+	"github.com/engenho/engenho/drivers/ports"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 )
@@ -57,6 +59,8 @@ type node struct {
 	launcher []string
 	// flags are more `engenho daemon` flags.
 	flags []string
+	// portRange is this node's ports.instance_range (SVC-24).
+	portRange ports.Range
 	// cgroupRoot is this node's cgroup subtree (DRV-12), so nodes of
 	// tests side by side never share one; cleanup removes it.
 	cgroupRoot string
@@ -66,12 +70,28 @@ const baseConfig = `data_dir: data
 log: {level: info}
 sweep: {interval: 1s}
 stacks: [%s]
+ports: {instance_range: %q}
 `
+
+// nodeRanges counts the nodes of this test binary: each gets its own block
+// of host ports (SVC-24), so the instances of nodes side by side (and of
+// test binaries side by side: the pid picks the first block) never race
+// for the same port between the probe and the workload's bind.
+var nodeRanges atomic.Int64
+
+// nextRange is the next node's ports.instance_range: 40 ports in
+// 30000-64999.
+func nextRange() ports.Range {
+	const size, blocks = 40, 35000 / 40
+	b := (int64(os.Getpid()) + nodeRanges.Add(1)*7) % blocks
+	lo := 30000 + int(b)*size
+	return ports.Range{Low: lo, High: lo + size - 1}
+}
 
 func newNode(t testing.TB, stacks ...string) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{t: t, dir: dir, config: filepath.Join(dir, "engenho.yaml"), cgroupRoot: drivertest.CgroupRoot("daemon")}
+	n := &node{t: t, dir: dir, config: filepath.Join(dir, "engenho.yaml"), cgroupRoot: drivertest.CgroupRoot("daemon"), portRange: nextRange()}
 	n.writeConfig(stacks...)
 	t.Cleanup(n.cleanup)
 	return n
@@ -79,7 +99,7 @@ func newNode(t testing.TB, stacks ...string) *node {
 
 func (n *node) writeConfig(stacks ...string) {
 	n.t.Helper()
-	if err := os.WriteFile(n.config, []byte(fmt.Sprintf(baseConfig, strings.Join(stacks, ", "))+n.extra), 0o644); err != nil {
+	if err := os.WriteFile(n.config, []byte(fmt.Sprintf(baseConfig, strings.Join(stacks, ", "), n.portRange.String())+n.extra), 0o644); err != nil {
 		n.t.Fatal(err)
 	}
 }

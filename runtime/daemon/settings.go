@@ -5,6 +5,7 @@ import (
 
 	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/daemonconfig"
+	"github.com/engenho/engenho/drivers/ports"
 	"github.com/rs/zerolog"
 )
 
@@ -23,6 +24,8 @@ type Settings struct {
 
 	Process ProcessSettings
 	Incus   IncusSettings
+	// InstanceRange is where new instances' host ports come from (SVC-24).
+	InstanceRange ports.Range
 
 	EdgeListen    string
 	MetricsListen string
@@ -76,6 +79,7 @@ func DefaultSettings() Settings {
 		ControlIdleTimeout: 5 * time.Minute,
 		ControlMaxRequest:  1 << 20,
 		Process:            ProcessSettings{Enabled: true},
+		InstanceRange:      ports.DefaultRange,
 		Strategy:           "one_for_one",
 		MaxRestarts:        3,
 		Period:             5 * time.Second,
@@ -97,6 +101,7 @@ func SettingsFrom(c *daemonconfig.Config) Settings {
 	s.ControlGroup, s.ControlIdleTimeout, s.ControlMaxRequest = c.Control.Group, c.Control.IdleTimeout, int(c.Control.MaxRequest)
 	p := c.Drivers.Process
 	s.Process = ProcessSettings{Enabled: p.Enabled, LogMaxBytes: int64(p.LogMaxBytes), LogFiles: p.LogFiles, CgroupRoot: p.CgroupRoot}
+	s.InstanceRange = c.Ports.Range()
 	in := c.Drivers.Incus
 	s.Incus = IncusSettings{Enabled: in.Enabled, Socket: in.Socket, Project: in.Project, RemoteURL: in.RemoteURL,
 		ClientCert: in.ClientCert, ClientKey: in.ClientKey, ServerCA: in.ServerCA}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/daemonconfig"
+	"github.com/engenho/engenho/drivers/ports"
 )
 
 // SUP-10: the config file's default ladder, converted at the composition
@@ -30,5 +31,22 @@ func TestSUP10SettingsLadder(t *testing.T) {
 	c.Supervision.Ladder.Delays[0] = time.Hour
 	if s.Ladder.Delays[0] != time.Second {
 		t.Fatal("the settings share the config's delays")
+	}
+}
+
+// SVC-24: the host-port range reaches the settings: the default
+// 20000-20999, or the configured one.
+func TestSVC24SettingsInstanceRange(t *testing.T) {
+	def := daemonconfig.Defaults()
+	if got := SettingsFrom(&def).InstanceRange; got != ports.DefaultRange || got.String() != "20000-20999" {
+		t.Fatalf("default range %v", got)
+	}
+	if got := DefaultSettings().InstanceRange; got != ports.DefaultRange {
+		t.Fatalf("DefaultSettings range %v", got)
+	}
+	c := daemonconfig.Defaults()
+	c.Ports.InstanceRange = "30000-30099"
+	if got := SettingsFrom(&c).InstanceRange; got != (ports.Range{Low: 30000, High: 30099}) {
+		t.Fatalf("configured range %v", got)
 	}
 }

@@ -43,6 +43,9 @@ type Options struct {
 	Driver drivers.Driver // a fake driver when nil
 	Log    zerolog.Logger
 	Sweep  time.Duration
+	// HostPorts hands out new instances' host ports; nil is the kernel's
+	// pick (service.Env's default).
+	HostPorts service.HostPorts
 }
 
 // New starts a tree with no stacks.
@@ -68,7 +71,7 @@ func New(o Options) (*Tree, error) {
 		Driver: func(name string) (drivers.Driver, bool) {
 			return drv, name == drv.Name() || name == "" || name == "process"
 		},
-		Ports: t.Ports, Events: t.Events, Board: t.Board, Store: t.Store,
+		Ports: t.Ports, HostPorts: o.HostPorts, Events: t.Events, Board: t.Board, Store: t.Store,
 		StepTimeout: 2 * time.Minute, Sweep: o.Sweep, OutputLines: 20,
 	}
 	t.Root = t.Sys.SpawnRoot(supervise.ChildSpec{Name: root.Name, Produce: root.Produce(t.Env, root.Options{}, nil)})
