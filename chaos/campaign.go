@@ -70,10 +70,12 @@ type campaign struct {
 	stacks stackSet
 	want   invariant.Want
 	a      *node
-	pairs  []*hostPair
-	fresh  *node // a daemon with nothing deployed, for the goroutine baseline
-	rep    *report.Report
-	comps  components
+	// portBlocks counts the nodes given a host-port range of their own.
+	portBlocks int
+	pairs      []*hostPair
+	fresh      *node // a daemon with nothing deployed, for the goroutine baseline
+	rep        *report.Report
+	comps      components
 
 	lastProgress time.Time
 }
@@ -320,8 +322,14 @@ func (c *campaign) nodeConfig(name, objstore, edge string, incus bool) []byte {
 		edgeKey = fmt.Sprintf(`  "edge": {"listen": %q},
 `, edge)
 	}
+	// Each node draws its instances' host ports from a block of its own
+	// (21000 up, 200 each): nodes that run side by side would otherwise
+	// all start at the default range's first port and race for it.
+	low := 21000 + 200*c.portBlocks
+	c.portBlocks++
 	return fmt.Appendf(nil, `{
   "node": {"name": "chaos-%s"},
+  "ports": {"instance_range": "%d-%d"},
   "data_dir": "data",
   "log": {"level": "info"},
   "drivers": {"process": {"enabled": true}%s},
@@ -332,7 +340,7 @@ func (c *campaign) nodeConfig(name, objstore, edge string, incus bool) []byte {
   "boot": {"step_timeout": "10s"},
   "chaos": {"enabled": true}
 }
-`, name, drv, objstore, edgeKey)
+`, name, low, low+199, drv, objstore, edgeKey)
 }
 
 // heal brings the node back after a fault it did not recover from, so
