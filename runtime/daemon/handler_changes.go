@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
@@ -101,7 +103,7 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) (_ []*st
 		st, err := stackfile.ParseWith(f.Name, []byte(f.Content), opts)
 		if err != nil {
 			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
-			if name := stackOfFile(f.Name); name != "" {
+			if name := stackOfFile(f.Name, f.Content); name != "" {
 				names = append(names, name)
 			}
 			continue
@@ -130,9 +132,16 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) (_ []*st
 	return nil, names, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
 }
 
-// stackOfFile is the stack name a file's name gives (web.yaml: web), or
-// "" when it gives none.
-func stackOfFile(name string) string {
+// stackOfFile is the stack a file that does not parse names: its
+// top-level name when that much reads, else its file name's (web.yaml:
+// web), or "" when neither is a stack name.
+func stackOfFile(name, content string) string {
+	var top struct {
+		Name string `yaml:"name"`
+	}
+	if yaml.Unmarshal([]byte(content), &top) == nil && stackfile.ValidName(top.Name) {
+		return top.Name
+	}
 	base := filepath.Base(name)
 	for _, ext := range []string{".yaml", ".yml", ".json"} {
 		base = strings.TrimSuffix(base, ext)
