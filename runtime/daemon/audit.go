@@ -113,6 +113,24 @@ func (d *Deployer) refused(op, stack, service string, by journal.Who, err error)
 // request: a reload of the config's stack files, a rotated secret.
 func self() journal.Who { return who(context.Background()) }
 
+// seedActors takes who asked for each stack's latest recorded change from
+// the newest audit entries, so the events of a rollout that a restart
+// resumes still carry the actor.
+func (d *Deployer) seedActors() {
+	if d.actors == nil {
+		return
+	}
+	entries, err := d.journal.History("", journal.DefaultReadLimit)
+	if err != nil {
+		return
+	}
+	for _, e := range entries { // oldest first: the newest wins
+		if e.Outcome == messages.AuditOK && (e.FromDeployment != e.ToDeployment || e.Op == messages.AuditServiceStop || e.Op == messages.AuditServiceStart) {
+			d.actors.set(e.Stack, e.By.String())
+		}
+	}
+}
+
 // actors remembers, per stack, who asked for the deployment in force, so
 // the events the tree raises while it rolls out carry the actor
 // (issue 17). Safe for concurrent use: the deployer writes, the event

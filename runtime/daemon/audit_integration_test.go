@@ -120,7 +120,8 @@ func TestIssue17DeployAuditThroughTheDaemon(t *testing.T) {
 				kinds[ev.Kind] = true
 			}
 		}
-		return kinds[messages.KindOverrideSet] && kinds[messages.KindServiceStopped] && kinds[messages.KindServiceStarted]
+		return kinds[messages.KindOverrideSet] && kinds[messages.KindServiceStopped] && kinds[messages.KindServiceStarted] &&
+			kinds[messages.KindRolloutStarted]
 	})
 
 	// A restart keeps the history; remove is recorded after it.

@@ -88,6 +88,7 @@ func (d *Deployer) Desired() ([]messages.ApplyStack, []string, error) {
 	}
 	var out []messages.ApplyStack
 	var removing []string
+	d.seedActors()
 	for _, st := range states {
 		m, err := d.applyMessage(st)
 		if err != nil {
