@@ -65,6 +65,14 @@ func TestIssue17HistoryTableAndJSON(t *testing.T) {
 	}
 }
 
+// Issue 17 deploy audit, SVC-20: an event a request caused names who
+// asked, after where it happened.
+func TestIssue17EventLineNamesTheActor(t *testing.T) {
+	e := messages.Event{Seq: 9, UnixMs: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli(), Level: messages.LevelInfo,
+		Kind: messages.KindRolloutStarted, Stack: "web", Service: "api", By: "uid 0 (root)", Message: "rolling out"}
+	same(t, "event with by", formatEvent(e, time.UTC), "#9 2025-03-01 12:00:00.000 info  rollout.started web/api by uid 0 (root): rolling out")
+}
+
 func TestIssue17HistoryEmpty(t *testing.T) {
 	same(t, "no entries", formatHistory(nil, time.UTC), "no deployments recorded\n")
 }
