@@ -4,17 +4,20 @@ package messages
 // by the journal when the event is appended and grows by one across daemon
 // restarts.
 type Event struct {
-	Seq      uint64            `json:"seq"`
-	UnixMs   int64             `json:"unix_ms"`
-	Level    Level             `json:"level"`
-	Kind     string            `json:"kind"`
-	Stack    string            `json:"stack,omitempty"`
-	Service  string            `json:"service,omitempty"`
-	Instance string            `json:"instance,omitempty"`
-	Host     string            `json:"host,omitempty"`
-	Actor    string            `json:"actor,omitempty"`
-	Message  string            `json:"message"`
-	Fields   map[string]string `json:"fields,omitempty"`
+	Seq      uint64 `json:"seq"`
+	UnixMs   int64  `json:"unix_ms"`
+	Level    Level  `json:"level"`
+	Kind     string `json:"kind"`
+	Stack    string `json:"stack,omitempty"`
+	Service  string `json:"service,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Actor    string `json:"actor,omitempty"`
+	// By is who caused the event, when an operator's request did: "uid 0
+	// (root)" (issue 17, deploy audit). Empty in records written before.
+	By      string            `json:"by,omitempty"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
 }
 
 // Level is an event's severity.

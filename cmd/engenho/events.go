@@ -79,6 +79,9 @@ func formatEvent(e messages.Event, loc *time.Location) string {
 	if where := eventWhere(e); where != "" {
 		b.WriteString(" " + where)
 	}
+	if e.By != "" {
+		b.WriteString(" by " + escapeControl(e.By)) // issue 17: who caused it
+	}
 	b.WriteString(": " + escapeControl(e.Message))
 	if len(e.Fields) > 0 {
 		keys := make([]string, 0, len(e.Fields))

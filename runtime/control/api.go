@@ -115,6 +115,18 @@ type EventsResult struct {
 	Memory bool `json:"memory,omitempty"`
 }
 
+// HistoryArgs selects deploy audit entries (issue 17): of Stack (every
+// stack when empty), the newest Limit (0: the daemon's default, 1000).
+type HistoryArgs struct {
+	Stack string `json:"stack,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// HistoryResult is the entries, oldest first (newest last).
+type HistoryResult struct {
+	Entries []messages.AuditEntry `json:"entries"`
+}
+
 // StopArgs: Hold also writes the hold marker (DMN-4).
 type StopArgs struct {
 	Hold bool `json:"hold,omitempty"`

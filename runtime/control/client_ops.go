@@ -102,6 +102,11 @@ func (c *Client) Scale(ctx context.Context, a ScaleArgs) (ScaleResult, error) {
 	return call[ScaleResult](c, ctx, OpScale, a)
 }
 
+// History lists the deploy audit log (issue 17), newest last.
+func (c *Client) History(ctx context.Context, a HistoryArgs) (HistoryResult, error) {
+	return call[HistoryResult](c, ctx, OpHistory, a)
+}
+
 func (c *Client) Rollback(ctx context.Context, a StackRef) (ChangeResult, error) {
 	return call[ChangeResult](c, ctx, OpRollback, a)
 }

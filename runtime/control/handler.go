@@ -56,6 +56,11 @@ type Handler interface {
 	ServiceRetry(ctx context.Context, args ServiceRef) (ServiceIntentResult, error)
 	Logs(ctx context.Context, args LogsArgs, send func(LogChunk) error) (LogsResult, error)
 
+	// History lists the deploy audit log (issue 17): the newest
+	// args.Limit entries of args.Stack (every stack when empty), newest
+	// last. A read: it answers from the journal, never from the tree.
+	History(ctx context.Context, args HistoryArgs) (HistoryResult, error)
+
 	// Chaos injects a fault; a daemon without chaos enabled refuses it.
 	Chaos(ctx context.Context, args ChaosArgs) (ChaosResult, error)
 }

@@ -43,6 +43,7 @@ var ops = map[Op]*opSpec{
 	OpServiceRetry: unary(Handler.ServiceRetry),
 	OpLogs:         stream(Handler.Logs, func(c LogChunk) outLine { return outLine{Log: &c} }),
 	OpChaos:        unary(Handler.Chaos),
+	OpHistory:      unary(Handler.History),
 	OpCancel:       {decode: decodeArgs[CancelArgs]},
 }
 

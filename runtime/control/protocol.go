@@ -57,6 +57,7 @@ const (
 	OpServiceRetry Op = "service-retry"
 	OpLogs         Op = "logs"
 	OpChaos        Op = "chaos"
+	OpHistory      Op = "history"
 	OpCancel       Op = "cancel"
 )
 

@@ -39,6 +39,8 @@ func TestDMN12EveryOpRoundTrips(t *testing.T) {
 		EventLog:     []messages.Event{{Seq: 1, Kind: messages.KindDaemonBooted, Message: "up"}, {Seq: 2, Kind: messages.KindDeploySucceeded, Message: "ok"}},
 		LogChunks:    []control.LogChunk{{Slot: 1, Text: "hello\n"}},
 		ChaosEnabled: true,
+		HistoryResult: control.HistoryResult{Entries: []messages.AuditEntry{{Seq: 1, UnixMs: 5, Op: "apply", Stack: "web",
+			By: messages.AuditBy{UID: 0, User: "root"}, ToDeployment: 1, ToRevisions: map[string]string{"api": "r1"}, Outcome: messages.AuditOK}}},
 		WhyFunc: func(a control.WhyArgs) (control.WhyResult, error) {
 			return control.WhyResult{Stack: a.Stack, Service: a.Service, State: messages.ServiceFailing,
 				Slots: []control.WhySlot{{Slot: 2, Phase: "down", HasLedger: true, Ledger: messages.Ledger{Failures: 3, LastReason: "exit 1", NextAttempt: t0}}}}, nil
@@ -97,6 +99,9 @@ func TestDMN12EveryOpRoundTrips(t *testing.T) {
 		{control.OpLogs, control.LogsArgs{Stack: "web", Service: "api", Slot: 1, Lines: 10}, func() (any, error) {
 			return c.Logs(ctx, control.LogsArgs{Stack: "web", Service: "api", Slot: 1, Lines: 10}, func(l control.LogChunk) error { logs = append(logs, l); return nil })
 		}, control.LogsResult{}},
+		{control.OpHistory, control.HistoryArgs{Stack: "web", Limit: 5}, func() (any, error) {
+			return c.History(ctx, control.HistoryArgs{Stack: "web", Limit: 5})
+		}, f.HistoryResult},
 		{control.OpChaos, control.ChaosArgs{Kind: "kill", Target: "web/api/1", Params: map[string]string{"signal": "9"}}, func() (any, error) {
 			return c.Chaos(ctx, control.ChaosArgs{Kind: "kill", Target: "web/api/1", Params: map[string]string{"signal": "9"}})
 		}, control.ChaosResult{Kind: "kill", Target: "web/api/1", Detail: "injected"}},
@@ -140,7 +145,7 @@ var allOps = []control.Op{
 	control.OpStatus, control.OpTree, control.OpWhy, control.OpEvents, control.OpStart, control.OpStop,
 	control.OpRestart, control.OpRetry, control.OpExit, control.OpReconfigure, control.OpRestartChild,
 	control.OpEpoch, control.OpReinit, control.OpApply, control.OpRemove, control.OpScale, control.OpRollback,
-	control.OpRedeploy, control.OpServiceStop, control.OpServiceStart, control.OpLogs, control.OpChaos, control.OpCancel,
+	control.OpRedeploy, control.OpServiceStop, control.OpServiceStart, control.OpLogs, control.OpChaos, control.OpHistory, control.OpCancel,
 }
 
 // normal compares times by instant (JSON drops the monotonic reading).

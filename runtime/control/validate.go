@@ -16,6 +16,7 @@ const (
 	maxSlot        = stackfile.MaxReplicas
 	maxLogLines    = 100_000
 	maxEventsTail  = 100_000
+	maxHistory     = 10_000
 	maxPathLen     = 1024
 	maxFileName    = 4096
 	maxChaosParams = 64
@@ -104,6 +105,15 @@ func (a WhyArgs) validate() error {
 func (a EventsArgs) validate() error { return checkRange("tail", a.Tail, 0, maxEventsTail) }
 
 func (StopArgs) validate() error { return nil }
+
+func (a HistoryArgs) validate() error {
+	if a.Stack != "" {
+		if err := checkName("stack", a.Stack); err != nil {
+			return err
+		}
+	}
+	return checkRange("limit", a.Limit, 0, maxHistory)
+}
 
 func (a RestartChildArgs) validate() error { return checkActorPath("path", a.Path) }
 

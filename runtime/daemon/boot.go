@@ -232,7 +232,7 @@ func (d *Daemon) prepareDrivers() (func(), error) {
 	dep := NewDeployer(j, &node{d: d, drivers: drvs, journal: j, key: key}, key)
 	m := d.metrics
 	dep.observe = func(took time.Duration) { m.ObserveJournalWrite(metrics.JournalIntent, took) }
-	dep.now, dep.announce = d.clk.Now, d.parts.sink.Record
+	dep.now, dep.announce, dep.actors = d.clk.Now, d.parts.sink.Record, d.parts.sink.actors
 	desired, removing, err := dep.Desired()
 	if err != nil {
 		err = fmt.Errorf("reading the desired state: %w", err)

@@ -53,6 +53,9 @@ type Deployer struct {
 	// removals wait for a stack to be gone to delete its volumes
 	// (volumes.go).
 	removals volumeRemovals
+	// actors is who asked for each stack's deployment in force, for the
+	// events the tree raises (issue 17); nil keeps events as they are.
+	actors *actors
 }
 
 // NewDeployer returns a deployer over j; node validates new definitions;
@@ -85,6 +88,7 @@ func (d *Deployer) Desired() ([]messages.ApplyStack, []string, error) {
 	}
 	var out []messages.ApplyStack
 	var removing []string
+	d.seedActors()
 	for _, st := range states {
 		m, err := d.applyMessage(st)
 		if err != nil {
@@ -111,14 +115,40 @@ type Applied struct {
 // then hands the effective definition to the tree (SVC-5). The plan is of
 // what will run: the file with the overrides it does not contradict
 // (SVC-23). A refused stack changes nothing (SVC-2).
-func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) (Applied, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.applyLocked(ctx, st, source, dryRun)
+//
+// by, unless nil or dryRun, is who asked: the request is recorded in the
+// deploy audit log whatever its outcome (issue 17).
+func (d *Deployer) Apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool, by *journal.Who) (Applied, error) {
+	return d.apply(ctx, st, source, dryRun, by, "")
 }
 
-// applyLocked is Apply; d.mu must be held.
-func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source string, dryRun bool) (Applied, error) {
+// reloadApply is Apply for a stack file the config lists, by the daemon
+// itself: only an apply that records something, or fails, is audited, so
+// a reload that changes nothing leaves no entry.
+func (d *Deployer) reloadApply(ctx context.Context, st *stackfile.Stack, source string) (Applied, error) {
+	by := self()
+	return d.apply(ctx, st, source, false, &by, "reload of "+source)
+}
+
+func (d *Deployer) apply(ctx context.Context, st *stackfile.Stack, source string, dryRun bool, by *journal.Who, reload string) (Applied, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var a *messages.AuditEntry
+	if by != nil && !dryRun {
+		a = newAudit(messages.AuditApply, st.Name, "", *by)
+		a.Message = reload
+	}
+	out, err := d.applyLocked(ctx, st, source, dryRun, a)
+	if a != nil && reload != "" && a.Seq == 0 && err == nil {
+		return out, nil // a reload that changed nothing
+	}
+	d.finishAudit(a, err)
+	return out, err
+}
+
+// applyLocked is Apply; d.mu must be held. a, when set, is the audit
+// entry the recorded change carries.
+func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source string, dryRun bool, a *messages.AuditEntry) (Applied, error) {
 	// Revisions and the declaration's digest hash the node key's digest
 	// of each secret, as the definitions read back from the journal do
 	// (SEC-2).
@@ -167,7 +197,13 @@ func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source 
 		return out, nil
 	}
 	decl := declarationOf(st, digest, source, d.now())
-	change := journal.StackChange{Declared: &decl, SetOverrides: true, Overrides: kept}
+	change := journal.StackChange{Declared: &decl, SetOverrides: true, Overrides: kept, Audit: a}
+	if a != nil {
+		a.Plan = planLines(out.Changes)
+		if !redefined && a.Message == "" {
+			a.Message = "declaration recorded, the definition is unchanged"
+		}
+	}
 	if redefined {
 		dep, err := d.newDeployment(st, cur, found, source)
 		if err != nil {
@@ -307,13 +343,13 @@ func baseRevision(rev string) string {
 // recordDeployment records st as the stack's new deployment, keeping its
 // declaration and overrides, and tells the tree. It returns the state it
 // recorded.
-func (d *Deployer) recordDeployment(st *stackfile.Stack, revs map[string]string, source string) (journal.StackState, error) {
+func (d *Deployer) recordDeployment(st *stackfile.Stack, revs map[string]string, source string, a *messages.AuditEntry) (journal.StackState, error) {
 	def, err := stackfile.Marshal(st, d.key)
 	if err != nil {
 		return journal.StackState{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
 	dep := journal.Deployment{Definition: def, Revisions: revs, Source: source}
-	state, err := d.write(st.Name, journal.StackChange{Deploy: &dep})
+	state, err := d.write(st.Name, journal.StackChange{Deploy: &dep, Audit: a})
 	if err != nil {
 		return state, fmt.Errorf("stack %s: recording the deployment: %w", st.Name, err)
 	}
@@ -321,11 +357,23 @@ func (d *Deployer) recordDeployment(st *stackfile.Stack, revs map[string]string,
 }
 
 // write performs one synced change of the stack's desired state (REL-3).
+// A change that carries an audit entry (issue 17) that fails to be
+// written is errRecording, unless the journal refused it.
 func (d *Deployer) write(stack string, c journal.StackChange) (journal.StackState, error) {
 	start := time.Now()
 	state, err := d.journal.ChangeStack(stack, c)
 	if d.observe != nil {
 		d.observe(time.Since(start))
+	}
+	if a := c.Audit; a != nil {
+		if err != nil {
+			a.Seq = 0 // not on disk: finishAudit records the failure
+			if !errors.Is(err, journal.ErrNotFound) && !errors.Is(err, journal.ErrNoPrevious) && !errors.Is(err, journal.ErrInvalid) {
+				err = fmt.Errorf("%w: %w", errRecording, err)
+			}
+		} else {
+			d.actors.set(stack, a.By.String())
+		}
 	}
 	return state, err
 }
@@ -409,14 +457,19 @@ func changedTo(key stackfile.NodeKey, cur, state journal.StackState) (Changed, e
 // Remove records that the stack is going and tells the tree; the journal
 // forgets it once its actors have retired everything (Forget). It returns
 // every service as a removal.
-func (d *Deployer) Remove(stack string) (Changed, error) {
+func (d *Deployer) Remove(stack string, by journal.Who) (out Changed, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	a := newAudit(messages.AuditRemove, stack, "", by)
+	defer func() { d.finishAudit(a, err) }()
 	cur, err := d.mustCurrent(stack)
 	if err != nil {
 		return Changed{}, err
 	}
-	out := Changed{Deployment: cur.Current.ID, Already: cur.Current.Source == SourceRemove}
+	out = Changed{Deployment: cur.Current.ID, Already: cur.Current.Source == SourceRemove}
+	if out.Already {
+		a.Message = "already being removed"
+	}
 	if out.Changes, err = planDeployments(d.key, cur.Current, cur.Overrides, nil, nil); err != nil {
 		return out, fmt.Errorf("stack %s: %w", stack, err)
 	}
@@ -425,7 +478,7 @@ func (d *Deployer) Remove(stack string) (Changed, error) {
 		if err != nil {
 			return out, fmt.Errorf("stack %s: %w", stack, err)
 		}
-		state, err := d.recordDeployment(def, cur.Current.Revisions, SourceRemove)
+		state, err := d.recordDeployment(def, cur.Current.Revisions, SourceRemove, a)
 		if err != nil {
 			return out, err
 		}
@@ -462,25 +515,29 @@ type Scaled struct {
 // the deployment declares drops the override instead. No deployment is
 // recorded: a rollback is not undone by a scale, nor a scale by a
 // rollback.
-func (d *Deployer) Scale(stack, service string, n int, by journal.Who) (Scaled, error) {
+func (d *Deployer) Scale(stack, service string, n int, by journal.Who) (out Scaled, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := newAudit(messages.AuditScale, stack, service, by)
+	defer func() { d.finishAudit(a, err) }()
 	if n < 0 {
 		return Scaled{}, fmt.Errorf("scale %s/%s: replicas must not be negative, got %d", stack, service, n)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	cur, raw, err := d.currentService(stack, service)
 	if err != nil {
 		return Scaled{}, err
 	}
-	out := Scaled{From: effective(raw, cur.Overrides).Services[service].Deploy.Replicas, To: n, File: fileReplicas(cur, raw, service)}
+	out = Scaled{From: effective(raw, cur.Overrides).Services[service].Deploy.Replicas, To: n, File: fileReplicas(cur, raw, service)}
 	existing, has := cur.Override(service, journal.FieldReplicas)
 	deployed := raw.Services[service].Deploy.Replicas
 	if out.From == n {
 		if has {
 			out.Override = &existing
 		}
+		a.Message = fmt.Sprintf("already %d replicas", n)
 		return out, nil
 	}
+	a.Message = fmt.Sprintf("replicas %d -> %d", out.From, n)
 	overrides := without(cur.Overrides, service, journal.FieldReplicas)
 	var set *journal.Override
 	if n != deployed {
@@ -489,7 +546,7 @@ func (d *Deployer) Scale(stack, service string, n int, by journal.Who) (Scaled, 
 			Command: fmt.Sprintf("engenho scale %s/%s %d", stack, service, n), By: by, At: d.now()}
 		overrides = append(overrides, *set)
 	}
-	if _, err := d.write(stack, journal.StackChange{SetOverrides: true, Overrides: overrides}); err != nil {
+	if _, err := d.write(stack, journal.StackChange{SetOverrides: true, Overrides: overrides, Audit: a}); err != nil {
 		return out, fmt.Errorf("scale %s/%s: %w", stack, service, err)
 	}
 	out.Override, out.Changed = set, true
@@ -507,9 +564,11 @@ func (d *Deployer) Scale(stack, service string, n int, by journal.Who) (Scaled, 
 // although its definition is the same (SVC-17). The declaration, the
 // overrides and the deployment's source (a listed file stays the file's)
 // stay.
-func (d *Deployer) Redeploy(stack, service string) (Changed, error) {
+func (d *Deployer) Redeploy(stack, service string, by journal.Who) (_ Changed, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	a := newAudit(messages.AuditRedeploy, stack, service, by)
+	defer func() { d.finishAudit(a, err) }()
 	cur, raw, err := d.currentService(stack, service)
 	if err != nil {
 		return Changed{}, err
@@ -517,7 +576,7 @@ func (d *Deployer) Redeploy(stack, service string) (Changed, error) {
 	revs := maps.Clone(cur.Current.Revisions)
 	revs[service] = nextSuffix(revs[service])
 	restartDependents(raw, cur.Current.Revisions, revs)
-	state, err := d.recordDeployment(raw, revs, cur.Current.Source)
+	state, err := d.recordDeployment(raw, revs, cur.Current.Source, a)
 	if err != nil {
 		return Changed{}, err
 	}
@@ -555,9 +614,11 @@ type RolledBack struct {
 // so a second rollback undoes the first (SVC-17). Unless that brings the
 // stack back to what its file declares, the rollback is an override: a
 // reload or restart keeps it until the stack file changes (SVC-23).
-func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
+func (d *Deployer) Rollback(stack string, by journal.Who) (_ RolledBack, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	a := newAudit(messages.AuditRollback, stack, "", by)
+	defer func() { d.finishAudit(a, err) }()
 	cur, err := d.mustLive(stack)
 	if err != nil {
 		return RolledBack{}, err
@@ -581,7 +642,7 @@ func (d *Deployer) Rollback(stack string, by journal.Who) (RolledBack, error) {
 			File: file, Replaced: fileDep, Command: "engenho rollback " + stack, By: by, At: d.now()}
 		overrides = append(overrides, *out.Override)
 	}
-	change := journal.StackChange{Rollback: true, SetOverrides: true, Overrides: overrides}
+	change := journal.StackChange{Rollback: true, SetOverrides: true, Overrides: overrides, Audit: a}
 	if cur.Declared == nil {
 		// Written before engenho kept declarations: the deployment rolled
 		// back from is the file's, and a scale during the rollback needs
@@ -628,21 +689,28 @@ func rollbackDigests(cur journal.StackState, key stackfile.NodeKey) (file, targe
 
 // SetStopped records or lifts a service's stopped intent (SVC-10), synced
 // before it returns; by is who asked.
-func (d *Deployer) SetStopped(stack, service string, stopped bool, by journal.Who) error {
+func (d *Deployer) SetStopped(stack, service string, stopped bool, by journal.Who) (err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	op := messages.AuditServiceStart
+	if stopped {
+		op = messages.AuditServiceStop
+	}
+	a := newAudit(op, stack, service, by)
+	defer func() { d.finishAudit(a, err) }()
 	if _, _, err := d.currentService(stack, service); err != nil {
 		return err
 	}
-	var err error
 	if stopped {
-		err = d.journal.StopServiceBy(stack, service, &by)
+		err = d.journal.StopServiceAudited(stack, service, &by, a)
 	} else {
-		err = d.journal.StartService(stack, service)
+		err = d.journal.StartServiceAudited(stack, service, a)
 	}
 	if err != nil {
-		return fmt.Errorf("service %s/%s: %w", stack, service, err)
+		a.Seq = 0
+		return fmt.Errorf("service %s/%s: %w: %w", stack, service, errRecording, err)
 	}
+	d.actors.set(stack, a.By.String())
 	if st, found, err := d.journal.Stack(stack); err == nil && found {
 		if m, err := d.applyMessage(st); err == nil {
 			d.publish(st, m)

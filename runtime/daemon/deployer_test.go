@@ -40,7 +40,7 @@ func TestSVC17RemoveRollbackRedeploySayWhatTheyDid(t *testing.T) {
 		for name, svc := range st.Services {
 			revs[name] = svc.Revision()
 		}
-		if _, err := d.recordDeployment(st, revs, "test"); err != nil {
+		if _, err := d.recordDeployment(st, revs, "test", nil); err != nil {
 			t.Fatal(err)
 		}
 		return revs
@@ -79,7 +79,7 @@ services:
 	rb, err = d.Rollback("web", journal.Who{})
 	check("second rollback", rb.Changed, err, Changed{Deployment: 2, Changes: []stackfile.Change{update(r1, r2), worker}})
 
-	ch, err := d.Redeploy("web", "api")
+	ch, err := d.Redeploy("web", "api", testWho)
 	redeploy := stackfile.Change{Service: "api", Action: stackfile.ActionUpdate, FromRevision: r2, ToRevision: r2 + "-r1", FromReplicas: 2, ToReplicas: 2}
 	check("redeploy", ch, err, Changed{Deployment: 3, Changes: []stackfile.Change{redeploy, worker}})
 
@@ -87,9 +87,9 @@ services:
 		{Service: "api", Action: stackfile.ActionRemove, FromRevision: r2 + "-r1", FromReplicas: 2},
 		{Service: "worker", Action: stackfile.ActionRemove, FromRevision: v1["worker"], FromReplicas: 1},
 	}
-	ch, err = d.Remove("web")
+	ch, err = d.Remove("web", testWho)
 	check("remove", ch, err, Changed{Deployment: 4, Changes: gone})
-	ch, err = d.Remove("web")
+	ch, err = d.Remove("web", testWho)
 	check("second remove", ch, err, Changed{Deployment: 4, Changes: gone, Already: true})
 }
 
@@ -115,7 +115,7 @@ func TestSVC17ChangesCountTheOverrides(t *testing.T) {
 		for name, svc := range st.Services {
 			revs[name] = svc.Revision()
 		}
-		if _, err := d.recordDeployment(st, revs, file); err != nil {
+		if _, err := d.recordDeployment(st, revs, file, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestSVC17ChangesCountTheOverrides(t *testing.T) {
 		t.Fatalf("rollback: %+v %v", rb, err)
 	}
 	replicas("rollback", rb.Changes, 5, 5)
-	ch, err := d.Redeploy("web", "api")
+	ch, err := d.Redeploy("web", "api", testWho)
 	if err != nil || ch.Changes[0].Action != stackfile.ActionUpdate {
 		t.Fatalf("redeploy: %+v %v", ch, err)
 	}
@@ -143,7 +143,7 @@ func TestSVC17ChangesCountTheOverrides(t *testing.T) {
 	if cur, _, _ := j.Stack("web"); cur.Current.Source != file {
 		t.Errorf("redeploy recorded source %q, want the stack file %q", cur.Current.Source, file)
 	}
-	ch, err = d.Remove("web")
+	ch, err = d.Remove("web", testWho)
 	if err != nil || len(ch.Changes) != 2 || ch.Changes[0].Action != stackfile.ActionRemove {
 		t.Fatalf("remove: %+v %v", ch, err)
 	}
@@ -223,11 +223,11 @@ services:
 		}
 		return st.Current.Revisions[svc]
 	}
-	if _, err := d.Apply(t.Context(), src("db1"), "test", false); err != nil {
+	if _, err := d.Apply(t.Context(), src("db1"), "test", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	api1 := revision("api")
-	applied, err := d.Apply(t.Context(), src("db2"), "test", false)
+	applied, err := d.Apply(t.Context(), src("db2"), "test", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ services:
 	if !strings.Contains(strings.Join(applied.Notes, "\n"), "api: restarted with what it depends on") {
 		t.Errorf("notes: %q", applied.Notes)
 	}
-	if _, err := d.Redeploy("s", "db"); err != nil {
+	if _, err := d.Redeploy("s", "db", testWho); err != nil {
 		t.Fatal(err)
 	}
 	if api3 := revision("api"); api3 != api1+"-r2" {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
@@ -28,8 +31,14 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	if err != nil {
 		return control.ApplyResult{}, err
 	}
-	stacks, err := vetFiles(ctx, rt, args)
+	by := who(ctx)
+	stacks, names, err := vetFiles(ctx, rt, args)
 	if err != nil {
+		if !args.DryRun {
+			for _, name := range names {
+				rt.deployer.refused(messages.AuditApply, name, "", by, err)
+			}
+		}
 		return control.ApplyResult{}, err
 	}
 	res := control.ApplyResult{DryRun: args.DryRun}
@@ -40,6 +49,9 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	for i, st := range stacks {
 		source, note, err := h.checkApplyListed(rt, st, args.DryRun)
 		if err != nil {
+			if !args.DryRun {
+				rt.deployer.refused(messages.AuditApply, st.Name, "", by, err)
+			}
 			return res, err
 		}
 		sources[i] = source
@@ -49,7 +61,7 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	}
 	for i, st := range stacks {
 		before, _, _ := rt.journal.Stack(st.Name)
-		applied, err := rt.deployer.Apply(ctx, st, sources[i], args.DryRun)
+		applied, err := rt.deployer.Apply(ctx, st, sources[i], args.DryRun, &by)
 		if err != nil {
 			return res, errCode(err)
 		}
@@ -78,7 +90,10 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 // and against the others, collecting every problem before anything is
 // recorded. A file that does not parse still has its well-formed services
 // checked against the node (stackfile.ValidateRest).
-func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) ([]*stackfile.Stack, error) {
+//
+// names are the stacks the files name (a file that does not parse: its
+// file name, when that makes a stack name), for the audit of a refusal.
+func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) (_ []*stackfile.Stack, names []string, _ error) {
 	var (
 		stacks []*stackfile.Stack
 		errs   []error
@@ -88,12 +103,16 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) ([]*stac
 		st, err := stackfile.ParseWith(f.Name, []byte(f.Content), opts)
 		if err != nil {
 			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
+			if name := stackOfFile(f.Name, f.Content); name != "" {
+				names = append(names, name)
+			}
 			continue
 		}
 		stacks = append(stacks, st)
+		names = append(names, st.Name)
 	}
 	for _, st := range stacks {
-		if _, err := rt.deployer.Apply(ctx, st, "", true); err != nil {
+		if _, err := rt.deployer.Apply(ctx, st, "", true, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -102,15 +121,35 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) ([]*stac
 	}
 	switch len(errs) {
 	case 0:
-		return stacks, nil
+		return stacks, names, nil
 	case 1:
-		return nil, errCode(errs[0])
+		return nil, names, errCode(errs[0])
 	}
 	msgs := make([]string, len(errs))
 	for i, err := range errs {
 		msgs[i] = err.Error()
 	}
-	return nil, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
+	return nil, names, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
+}
+
+// stackOfFile is the stack a file that does not parse names: its
+// top-level name when that much reads, else its file name's (web.yaml:
+// web), or "" when neither is a stack name.
+func stackOfFile(name, content string) string {
+	var top struct {
+		Name string `yaml:"name"`
+	}
+	if yaml.Unmarshal([]byte(content), &top) == nil && stackfile.ValidName(top.Name) {
+		return top.Name
+	}
+	base := filepath.Base(name)
+	for _, ext := range []string{".yaml", ".yml", ".json"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	if !stackfile.ValidName(base) {
+		return ""
+	}
+	return base
 }
 
 func warningLines(st *stackfile.Stack) []string {
@@ -257,6 +296,7 @@ func (h *handler) Remove(ctx context.Context, args control.RemoveArgs) (control.
 		return control.ChangeResult{}, err
 	}
 	if err := h.refuseRemoveListed(rt, args.Stack); err != nil {
+		rt.deployer.refused(messages.AuditRemove, args.Stack, "", who(ctx), err)
 		return control.ChangeResult{Stack: args.Stack}, err
 	}
 	var vols *volumeRemoval // --volumes: registered first (volumes.go)
@@ -265,7 +305,7 @@ func (h *handler) Remove(ctx context.Context, args control.RemoveArgs) (control.
 			return control.ChangeResult{Stack: args.Stack}, errCode(err)
 		}
 	}
-	ch, err := rt.deployer.Remove(args.Stack)
+	ch, err := rt.deployer.Remove(args.Stack, who(ctx))
 	res := changeResult(args.Stack, ch)
 	if err != nil || vols == nil {
 		if vols != nil {
@@ -323,12 +363,12 @@ func (h *handler) Rollback(ctx context.Context, args control.StackRef) (control.
 	return res, nil
 }
 
-func (h *handler) Redeploy(_ context.Context, args control.ServiceRef) (control.ChangeResult, error) {
+func (h *handler) Redeploy(ctx context.Context, args control.ServiceRef) (control.ChangeResult, error) {
 	rt, err := h.running()
 	if err != nil {
 		return control.ChangeResult{}, err
 	}
-	ch, err := rt.deployer.Redeploy(args.Stack, args.Service)
+	ch, err := rt.deployer.Redeploy(args.Stack, args.Service, who(ctx))
 	return changeResult(args.Stack, ch), errCode(err)
 }
 
@@ -366,6 +406,22 @@ func who(ctx context.Context) journal.Who {
 	}
 	uid := uint32(os.Getuid())
 	return journal.Who{UID: uid, GID: uint32(os.Getgid()), PID: int32(os.Getpid()), User: control.UserName(uid)}
+}
+
+// History lists the deploy audit log (issue 17) from the journal.
+func (h *handler) History(_ context.Context, args control.HistoryArgs) (control.HistoryResult, error) {
+	rt, err := h.running()
+	if err != nil {
+		return control.HistoryResult{}, err
+	}
+	entries, err := rt.journal.History(args.Stack, args.Limit)
+	if err != nil {
+		return control.HistoryResult{}, control.Errorf(control.CodeInternal, "reading the history: %v", err)
+	}
+	if entries == nil {
+		entries = []messages.AuditEntry{}
+	}
+	return control.HistoryResult{Entries: entries}, nil
 }
 
 // Logs streams replica output (SVC-21): each replica's, or one slot's.

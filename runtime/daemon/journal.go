@@ -121,7 +121,7 @@ func (d *Daemon) openJournal() (func(), error) {
 	}
 	return func() {
 		d.parts.journal = j
-		d.parts.sink = eventSink{j: j, log: d.log.With().Str("part", "events").Logger(), extra: d.countEvent}
+		d.parts.sink = eventSink{j: j, log: d.log.With().Str("part", "events").Logger(), extra: d.countEvent, actors: newActors()}
 		for _, ev := range d.mem.take() {
 			ev.Seq = 0
 			_ = j.Emit(ev) // the events of the time the journal was closed

@@ -158,7 +158,7 @@ func TestSEC2ReinitLeavesStacksSealedWithAnotherKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Apply(context.Background(), st, "socket: s.yaml", false); err != nil {
+		if _, err := d.Apply(context.Background(), st, "socket: s.yaml", false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

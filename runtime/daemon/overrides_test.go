@@ -114,7 +114,7 @@ func (r *deployerRig) apply(yaml string, dryRun bool) Applied {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	a, err := r.d.Apply(context.Background(), st, "/etc/engenho/web.yaml", dryRun)
+	a, err := r.d.Apply(context.Background(), st, "/etc/engenho/web.yaml", dryRun, nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestSVC23ScaleBackToTheFileDropsTheOverride(t *testing.T) {
 		t.Fatalf("scale of an unknown service: %v", err)
 	}
 	// A stack being removed takes no override: it would come back.
-	if _, err := r.d.Remove("web"); err != nil {
+	if _, err := r.d.Remove("web", testWho); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.d.Scale("web", "api", 4, rootUser); !errors.Is(err, ErrRemoving) {
@@ -467,7 +467,7 @@ func newRigB(b *testing.B) *Deployer {
 		}
 	}
 	st, _ := stackfile.Parse("web.yaml", []byte(ovStack(3, "v1")))
-	if _, err := d.Apply(context.Background(), st, "/etc/engenho/web.yaml", false); err != nil {
+	if _, err := d.Apply(context.Background(), st, "/etc/engenho/web.yaml", false, nil); err != nil {
 		b.Fatal(err)
 	}
 	return d

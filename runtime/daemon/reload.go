@@ -166,7 +166,7 @@ func checkStackFiles(rt *runtime, paths []string) ([]listedStack, []string) {
 			parsed = append(parsed, listedStack{path: path, stack: st})
 		}
 		if err == nil && rt != nil {
-			_, err = rt.deployer.Apply(ctx, st, path, true)
+			_, err = rt.deployer.Apply(ctx, st, path, true, nil)
 		}
 		if err != nil {
 			errs = append(errs, strings.TrimSpace(err.Error()))
@@ -236,7 +236,7 @@ func (d *Daemon) applyStacks(rt *runtime, stacks []listedStack, paths []string) 
 		listed[p] = true
 	}
 	for _, ls := range stacks {
-		a, err := rt.deployer.Apply(context.Background(), ls.stack, ls.path, false)
+		a, err := rt.deployer.reloadApply(context.Background(), ls.stack, ls.path)
 		// What the apply did to the operators' overrides (SVC-23): kept,
 		// or dropped (each drop is also an override.dropped event).
 		for _, note := range a.Notes {
@@ -264,7 +264,7 @@ func (d *Daemon) removeUnlisted(rt *runtime, listed map[string]bool) []string {
 			continue
 		}
 		d.log.Info().Str("stack", st.stack).Str("file", st.source).Msg("stack file no longer listed; removing the stack")
-		if _, err := rt.deployer.Remove(st.stack); err != nil {
+		if _, err := rt.deployer.Remove(st.stack, self()); err != nil {
 			d.log.Error().Err(err).Str("stack", st.stack).Msg("removing an unlisted stack")
 			continue
 		}

@@ -393,7 +393,11 @@ func (d *Deployer) rotateSecrets(ctx context.Context, stack string, fresh map[st
 	if len(out) == 0 {
 		return nil, nil
 	}
-	if _, err := d.applyLocked(ctx, st, cur.Current.Source, false); err != nil {
+	a := newAudit(messages.AuditApply, st.Name, "", self())
+	a.Message = "a file secret changed"
+	_, err = d.applyLocked(ctx, st, cur.Current.Source, false, a)
+	d.finishAudit(a, err)
+	if err != nil {
 		return nil, err
 	}
 	return slices.Clip(out), nil

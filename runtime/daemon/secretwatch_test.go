@@ -56,7 +56,7 @@ func newRotRig(t *testing.T, value string) *rotRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.Apply(context.Background(), st, filepath.Join(r.project, "web.yaml"), false); err != nil {
+	if _, err := r.d.Apply(context.Background(), st, filepath.Join(r.project, "web.yaml"), false, nil); err != nil {
 		t.Fatal(err)
 	}
 	r.w = makeSecretWatch(r.d, r.clk, func(msg string, err error) {

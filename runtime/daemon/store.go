@@ -48,9 +48,13 @@ type eventSink struct {
 	j     *journal.Journal
 	log   zerolog.Logger
 	extra func(messages.Event)
+	// actors stamps the events a deployment causes with who asked for it
+	// (issue 17).
+	actors *actors
 }
 
 func (e eventSink) Emit(ev messages.Event) {
+	e.actors.stamp(&ev)
 	e.logEvent(ev)
 	if err := e.j.Emit(ev); err != nil {
 		e.log.Error().Err(err).Str("kind", ev.Kind).Msg("event not recorded")
@@ -64,6 +68,7 @@ func (e eventSink) Emit(ev messages.Event) {
 // that announces a change of the desired state (SVC-23), so the answer
 // to the request comes after it.
 func (e eventSink) Record(ev messages.Event) {
+	e.actors.stamp(&ev)
 	e.logEvent(ev)
 	if _, err := e.j.Append(ev); err != nil {
 		e.log.Error().Err(err).Str("kind", ev.Kind).Msg("event not recorded")

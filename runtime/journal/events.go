@@ -280,7 +280,7 @@ func checkEvent(ev *messages.Event) error {
 		return invalid("level", "%q is not info, warn or error", ev.Level)
 	}
 	size := len(ev.Kind) + len(ev.Stack) + len(ev.Service) + len(ev.Instance) +
-		len(ev.Host) + len(ev.Actor) + len(ev.Message)
+		len(ev.Host) + len(ev.Actor) + len(ev.By) + len(ev.Message)
 	for k, v := range ev.Fields {
 		size += len(k) + len(v)
 	}

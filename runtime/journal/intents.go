@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/engenho/engenho/messages"
 )
 
 // StoppedIntent is a durable `engenho service stop` (SVC-10).
@@ -34,6 +36,13 @@ func (j *Journal) StopService(stack, service string) error {
 // StopServiceBy is StopService that also records who asked. Stopping a
 // stopped service keeps the original Since and By. Synced.
 func (j *Journal) StopServiceBy(stack, service string, by *Who) error {
+	return j.StopServiceAudited(stack, service, by, nil)
+}
+
+// StopServiceAudited is StopServiceBy that also appends audit, when set,
+// to the deploy audit log in the same transaction (issue 17), with the
+// stack's current deployment and revisions.
+func (j *Journal) StopServiceAudited(stack, service string, by *Who, audit *messages.AuditEntry) error {
 	if err := checkService(stack, service); err != nil {
 		return err
 	}
@@ -43,6 +52,9 @@ func (j *Journal) StopServiceBy(stack, service string, by *Who) error {
 		}
 	}
 	err := j.update(func(txn *badger.Txn) error {
+		if err := j.auditIntent(txn, stack, audit); err != nil {
+			return err
+		}
 		var cur StoppedIntent
 		found, err := getJSON(txn, stoppedKey(stack, service), &cur)
 		if err != nil || found {
@@ -59,14 +71,42 @@ func (j *Journal) StopServiceBy(stack, service string, by *Who) error {
 
 // StartService lifts the stopped intent, if any. Synced.
 func (j *Journal) StartService(stack, service string) error {
+	return j.StartServiceAudited(stack, service, nil)
+}
+
+// StartServiceAudited is StartService that also appends audit, when set,
+// in the same transaction (issue 17).
+func (j *Journal) StartServiceAudited(stack, service string, audit *messages.AuditEntry) error {
 	if err := checkService(stack, service); err != nil {
 		return err
 	}
-	err := j.update(func(txn *badger.Txn) error { return txn.Delete(stoppedKey(stack, service)) })
+	err := j.update(func(txn *badger.Txn) error {
+		if err := j.auditIntent(txn, stack, audit); err != nil {
+			return err
+		}
+		return txn.Delete(stoppedKey(stack, service))
+	})
 	if err != nil {
 		return fmt.Errorf("journal: service %s/%s: start: %w", stack, service, err)
 	}
 	return nil
+}
+
+// auditIntent appends audit (when set) with the stack's current
+// deployment as both from and to: an intent changes no deployment.
+func (j *Journal) auditIntent(txn *badger.Txn, stack string, audit *messages.AuditEntry) error {
+	if audit == nil {
+		return nil
+	}
+	var st StackState
+	found, err := getJSON(txn, desiredKey(stack), &st)
+	if err != nil {
+		return err
+	}
+	st.Stack = stack
+	auditChange(audit, st, found, st)
+	_, err = j.writeAudit(txn, audit)
+	return err
 }
 
 // IsStopped reports whether stack/service has a stopped intent.

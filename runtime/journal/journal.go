@@ -70,6 +70,9 @@ type Retention struct {
 	MaxEvents int
 	MaxAge    time.Duration
 	Interval  time.Duration
+	// MaxAudit bounds the deploy audit log (default DefaultMaxAudit;
+	// negative: unbounded). Applied at every audit write.
+	MaxAudit int
 }
 
 func (o Options) withDefaults() Options {
@@ -81,6 +84,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retention.MaxAge == 0 {
 		o.Retention.MaxAge = DefaultMaxEventAge
+	}
+	if o.Retention.MaxAudit == 0 {
+		o.Retention.MaxAudit = DefaultMaxAudit
 	}
 	if o.Retention.Interval == 0 {
 		o.Retention.Interval = DefaultRetentionInterval

@@ -24,8 +24,10 @@ const (
 	PrefixDue       = keyVersion + "due/"
 	PrefixOwed      = keyVersion + "owed/"
 	PrefixEvent     = keyVersion + "event/"
+	PrefixAudit     = keyVersion + "audit/"
 
 	keyEventSeq = PrefixMeta + "event-seq"
+	keyAuditSeq = PrefixMeta + "audit-seq"
 )
 
 // Numbers in keys are zero-padded to 20 digits so that byte order is
@@ -36,6 +38,7 @@ func parseNum(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
 
 func bootKey(n uint64) []byte  { return []byte(PrefixBoot + num(n)) }
 func eventKey(n uint64) []byte { return []byte(PrefixEvent + num(n)) }
+func auditKey(n uint64) []byte { return []byte(PrefixAudit + num(n)) }
 
 func deploySeqKey(stack string) []byte { return []byte(PrefixDeploySeq + stack) }
 func desiredKey(stack string) []byte   { return []byte(PrefixDesired + stack) }

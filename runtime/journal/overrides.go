@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/engenho/engenho/messages"
 )
 
 // Limits on the text of an override.
@@ -103,6 +105,10 @@ type StackChange struct {
 	// (empty: none is left).
 	SetOverrides bool
 	Overrides    []Override
+	// Audit, when set, is appended to the deploy audit log in the same
+	// transaction, with the deployments and revisions before and after
+	// filled in and outcome ok (issue 17).
+	Audit *messages.AuditEntry
 }
 
 // ChangeStack applies c to the stack in one synced transaction and
@@ -117,8 +123,17 @@ func (j *Journal) ChangeStack(stack string, c StackChange) (StackState, error) {
 	}
 	var st StackState
 	err := j.update(func(txn *badger.Txn) error {
-		var err error
-		st, err = changeStack(txn, stack, c)
+		var before StackState
+		found, err := getJSON(txn, desiredKey(stack), &before)
+		if err != nil {
+			return err
+		}
+		if st, err = changeStack(txn, stack, c); err != nil || c.Audit == nil {
+			return err
+		}
+		before.Stack = stack
+		auditChange(c.Audit, before, found, st)
+		_, err = j.writeAudit(txn, c.Audit)
 		return err
 	})
 	if err != nil {

@@ -51,6 +51,8 @@ type Fake struct {
 	// LogChunks is what logs sends; with Follow it then waits for the
 	// request to end.
 	LogChunks []control.LogChunk
+	// HistoryResult answers history (filters are not applied).
+	HistoryResult control.HistoryResult
 	// ChaosEnabled: chaos is refused unless set.
 	ChaosEnabled bool
 	// Err, when set, is what every op without its own error field returns.
@@ -229,6 +231,10 @@ func (f *Fake) Remove(_ context.Context, a control.RemoveArgs) (control.ChangeRe
 
 func (f *Fake) Scale(_ context.Context, a control.ScaleArgs) (control.ScaleResult, error) {
 	return answer(f, control.OpScale, a, control.ScaleResult{Stack: a.Stack, Service: a.Service, From: 1, To: a.Replicas, Changed: a.Replicas != 1})
+}
+
+func (f *Fake) History(_ context.Context, a control.HistoryArgs) (control.HistoryResult, error) {
+	return answer(f, control.OpHistory, a, f.HistoryResult)
 }
 
 func (f *Fake) Rollback(_ context.Context, a control.StackRef) (control.ChangeResult, error) {
