@@ -13,7 +13,7 @@ import (
 )
 
 func evt(msg string) messages.Event {
-	return messages.Event{Kind: messages.KindReplicaStarted, Stack: "web", Service: "api", Message: msg}
+	return messages.Event{Kind: messages.KindReplicaRestarted, Stack: "web", Service: "api", Message: msg}
 }
 
 func seqs(evs []messages.Event) []uint64 {

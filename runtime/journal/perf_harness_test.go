@@ -175,7 +175,7 @@ func Percentile(ds []time.Duration, q float64) time.Duration {
 func perfEvents(n int) []messages.Event {
 	evs := make([]messages.Event, n)
 	for i := range evs {
-		evs[i] = messages.Event{Kind: messages.KindReplicaStarted, Stack: "bench", Service: "api",
+		evs[i] = messages.Event{Kind: messages.KindReplicaRestarted, Stack: "bench", Service: "api",
 			Instance: "bench-api-1-x1", Message: "replica started", Fields: map[string]string{"slot": "1"}}
 	}
 	return evs
