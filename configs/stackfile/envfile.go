@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"go.yaml.in/yaml/v3"
@@ -45,20 +46,9 @@ func (w *walker) envOnly(name string) (string, bool) {
 // readEnvFile parses one env file; references inside it resolve through
 // lookup, then through the file's own earlier lines.
 func readEnvFile(path string, lookup dotenv.LookupFn) (map[string]string, error) {
-	f, err := os.Open(path)
+	data, err := readRegularFile(path, maxEnvFileBytes, errEnvFile)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("%w: is a directory", errEnvFile)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEnvFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxEnvFileBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errEnvFile, maxEnvFileBytes)
 	}
 	vars, err := dotenv.ParseWithLookup(bytes.NewReader(data), lookup)
 	if err != nil {
@@ -66,6 +56,46 @@ func readEnvFile(path string, lookup dotenv.LookupFn) (map[string]string, error)
 	}
 	return vars, nil
 }
+
+// readRegularFile reads a file a stack file names (.env, env_file, a
+// secret's file:), at most max bytes. It is opened non-blocking and must
+// be a regular file, so a FIFO or a device cannot hang the parse; what is
+// wrong with it is kind.
+func readRegularFile(path string, max int, kind error) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, &fileError{kind, "is a directory"}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fileError{kind, "not a regular file"}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > max {
+		return nil, &fileError{kind, fmt.Sprintf("larger than %d bytes", max)}
+	}
+	return data, nil
+}
+
+// fileError is what readRegularFile found wrong with a file; it never
+// holds the file's content.
+type fileError struct {
+	kind error
+	msg  string
+}
+
+func (e *fileError) Error() string { return e.kind.Error() + ": " + e.msg }
+func (e *fileError) Unwrap() error { return e.kind }
 
 var errEnvFile = errors.New("env file")
 
@@ -85,11 +115,14 @@ func envFileLine(err error) int {
 // secrets (SEC-2).
 func envFileProblem(err error) string {
 	msg := err.Error()
+	var fe *fileError
 	switch {
-	case strings.Contains(msg, "is a directory"), strings.Contains(msg, "larger than"):
-		return strings.TrimPrefix(msg, "env file: ")
+	case errors.As(err, &fe):
+		return fe.msg
 	case errors.Is(err, fs.ErrPermission):
 		return "cannot be read: permission denied"
+	// compose-go's dotenv has no error types: its texts are the only
+	// way to tell its problems apart, and they may quote a value.
 	case strings.Contains(msg, "key cannot contain a space"):
 		return "a variable name holds a space (want NAME=value)"
 	case strings.Contains(msg, "unexpected character"):

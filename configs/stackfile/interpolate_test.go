@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -314,5 +315,18 @@ func TestSidecarEnvironment(t *testing.T) {
 	ps := parseProblems(t, "t.yaml", stackYAML("command: run\nsidecars:\n  - name: s\n    command: [tick]\n    env: {A: 1}\n    environment: {B: 2}", false))
 	if len(ps) != 1 || !strings.Contains(ps[0].Msg, "env and environment are the same key") {
 		t.Errorf("problems: %v", ps)
+	}
+}
+
+// An env_file or .env that is a FIFO is refused as not a regular file,
+// not read: a read would hang the parse (and the daemon's apply).
+func TestEnvFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.env"), 0o600); err != nil {
+		t.Skipf("SKIP mkfifo: %v", err)
+	}
+	_, err := ParseWith("s.yaml", []byte(stackYAML("command: run\nenv_file: pipe.env", false)), Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "pipe.env:1: not a regular file") {
+		t.Errorf("a FIFO env_file: %v", err)
 	}
 }

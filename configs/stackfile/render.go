@@ -35,7 +35,7 @@ func renderNode(st *Stack) *yaml.Node {
 	services := yamlMap()
 	for _, name := range st.Order {
 		svc := renderValue(reflect.ValueOf(st.Services[name]))
-		svc.Content = svc.Content[2:] // its name is its key
+		dropKey(svc, "name") // its name is its key
 		addKey(services, name, svc)
 	}
 	root := yamlMap()
@@ -136,6 +136,16 @@ func renderMap(v reflect.Value) *yaml.Node {
 		}
 	}
 	return out
+}
+
+// dropKey removes key and its value from mapping m.
+func dropKey(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
 }
 
 func yamlMap() *yaml.Node { return &yaml.Node{Kind: yaml.MappingNode} }

@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/engenho/engenho/drivers"
 	"go.yaml.in/yaml/v3"
@@ -194,30 +191,8 @@ func (w *walker) secretFile(d *secretDef, e entry) bool {
 var errSecretFile = errors.New("secret file")
 
 func readSecretFile(path string) (string, error) {
-	// Non-blocking, so a FIFO cannot hang the parse; it is refused below.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("%w: is a directory", errSecretFile)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: not a regular file", errSecretFile)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSecretBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(data) > MaxSecretBytes {
-		return "", fmt.Errorf("%w: larger than %d bytes", errSecretFile, MaxSecretBytes)
-	}
-	return string(data), nil
+	data, err := readRegularFile(path, MaxSecretBytes, errSecretFile)
+	return string(data), err
 }
 
 // ReadSecretFile reads the file of a `file:` secret as Parse does (the
@@ -225,10 +200,13 @@ func readSecretFile(path string) (string, error) {
 func ReadSecretFile(path string) (string, error) { return readSecretFile(path) }
 
 func secretFileProblem(err error) string {
-	var pe *fs.PathError
+	var (
+		pe *fs.PathError
+		fe *fileError
+	)
 	switch {
-	case errors.Is(err, errSecretFile):
-		return strings.TrimPrefix(err.Error(), "secret file: ")
+	case errors.As(err, &fe):
+		return fe.msg
 	case errors.Is(err, fs.ErrNotExist):
 		return "does not exist"
 	case errors.Is(err, fs.ErrPermission):

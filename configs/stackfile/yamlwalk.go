@@ -100,28 +100,23 @@ func (w *walker) problem(n *yaml.Node, key string, kind error, format string, ar
 	if n != nil && w.uninterpolated[n] {
 		return // its interpolation failed: that is the one problem
 	}
-	line, col := 1, 1
-	if n != nil && n.Line > 0 {
-		line, col = n.Line, n.Column
-	}
-	w.problems = append(w.problems, Problem{
-		File: w.file, Line: line, Column: col, Key: key,
-		Msg: fmt.Sprintf(format, args...), Err: kind,
-	})
+	w.problems = append(w.problems, w.located(n, key, kind, fmt.Sprintf(format, args...)))
 }
 
 // warn records a warning at node n: the file loads, but something in it
 // does not mean what it does elsewhere (a Compose key engenho ignores, a
-// variable that is not set). Kind is ErrWarning unless a finer one fits.
+// variable that is not set).
 func (w *walker) warn(n *yaml.Node, key string, format string, args ...any) {
+	w.warnings = append(w.warnings, w.located(n, key, ErrWarning, fmt.Sprintf(format, args...)))
+}
+
+// located is a Problem at node n (nil: the start of the file).
+func (w *walker) located(n *yaml.Node, key string, kind error, msg string) Problem {
 	line, col := 1, 1
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, n.Column
 	}
-	w.warnings = append(w.warnings, Problem{
-		File: w.file, Line: line, Column: col, Key: key,
-		Msg: fmt.Sprintf(format, args...), Err: ErrWarning,
-	})
+	return Problem{File: w.file, Line: line, Column: col, Key: key, Msg: msg, Err: kind}
 }
 
 // at records where key was written.

@@ -188,7 +188,10 @@ func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source 
 	}
 	redefined := !found || !unchanged(stackfile.Plan(raw, st))
 	redeclared := !found || cur.Declared == nil || cur.Declared.Digest != digest || len(ended) > 0
-	if _, restarted := nextRevisions(st, cur, found); redefined {
+	var revs map[string]string
+	if redefined {
+		var restarted []string
+		revs, restarted = nextRevisions(st, cur, found)
 		for _, name := range restarted {
 			out.Notes = append(out.Notes, name+": restarted with what it depends on (depends_on restart: true)")
 		}
@@ -205,7 +208,7 @@ func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source 
 		}
 	}
 	if redefined {
-		dep, err := d.newDeployment(st, cur, found, source)
+		dep, err := d.newDeployment(st, revs, source)
 		if err != nil {
 			return out, err
 		}
@@ -229,14 +232,13 @@ func (d *Deployer) keptNotes(overrides []journal.Override) []string {
 	return out
 }
 
-// newDeployment is st as a new deployment; a service whose definition did
-// not change keeps a redeploy's revision suffix.
-func (d *Deployer) newDeployment(st *stackfile.Stack, cur journal.StackState, found bool, source string) (journal.Deployment, error) {
+// newDeployment is st as a new deployment with the revisions
+// nextRevisions gave it.
+func (d *Deployer) newDeployment(st *stackfile.Stack, revs map[string]string, source string) (journal.Deployment, error) {
 	def, err := stackfile.Marshal(st, d.key)
 	if err != nil {
 		return journal.Deployment{}, fmt.Errorf("stack %s: %w", st.Name, err)
 	}
-	revs, _ := nextRevisions(st, cur, found)
 	return journal.Deployment{Definition: def, Revisions: revs, Source: source}, nil
 }
 
