@@ -88,6 +88,16 @@ type ParseError struct {
 
 func (e *ParseError) Error() string { return joinProblems(e.Problems) }
 
+// StackName is the stack a refused file names, as Parse settled it (its
+// top-level name, else its file name's), or "" when that is no valid
+// stack name.
+func (e *ParseError) StackName() string {
+	if e.partial == nil || !ValidName(e.partial.Name) {
+		return ""
+	}
+	return e.partial.Name
+}
+
 // Unwrap exposes the kinds, so errors.Is(err, ErrUnknownKey) works.
 func (e *ParseError) Unwrap() []error { return kinds(e.Problems) }
 

@@ -338,3 +338,24 @@ func TestParseMergeBombREL2(t *testing.T) {
 		t.Fatalf("no 'too complex' problem:\n%s", (&ParseError{Problems: ps}).Error())
 	}
 }
+
+// A refused file still names its stack, as Parse settled it (for the
+// deploy audit of the refusal): the top-level name, else the file name's,
+// and "" when neither is a valid stack name.
+func TestParseErrorStackName(t *testing.T) {
+	for _, c := range []struct{ file, src, want string }{
+		{"web.yaml", "name: shop\nservices:\n  a: {bogus: 1}\n", "shop"},
+		{"web.yaml", "services:\n  a: {bogus: 1}\n", "web"},
+		{"web.yaml", "services: [: not yaml\n", "web"},
+		{"Web_Stack.yaml", "services:\n  a: {bogus: 1}\n", ""},
+	} {
+		_, err := Parse(c.file, []byte(c.src))
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Fatalf("%s: want a ParseError, got %v", c.src, err)
+		}
+		if got := pe.StackName(); got != c.want {
+			t.Errorf("%s %q: StackName %q, want %q", c.file, c.src, got, c.want)
+		}
+	}
+}

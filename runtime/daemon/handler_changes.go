@@ -3,15 +3,13 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
@@ -103,8 +101,9 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) (_ []*st
 		st, err := stackfile.ParseWith(f.Name, []byte(f.Content), opts)
 		if err != nil {
 			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
-			if name := stackOfFile(f.Name, f.Content); name != "" {
-				names = append(names, name)
+			var pe *stackfile.ParseError
+			if errors.As(err, &pe) && pe.StackName() != "" {
+				names = append(names, pe.StackName())
 			}
 			continue
 		}
@@ -130,26 +129,6 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) (_ []*st
 		msgs[i] = err.Error()
 	}
 	return nil, names, control.Errorf(control.CodeInvalid, "refused, nothing changed:\n%s", strings.Join(msgs, "\n"))
-}
-
-// stackOfFile is the stack a file that does not parse names: its
-// top-level name when that much reads, else its file name's (web.yaml:
-// web), or "" when neither is a stack name.
-func stackOfFile(name, content string) string {
-	var top struct {
-		Name string `yaml:"name"`
-	}
-	if yaml.Unmarshal([]byte(content), &top) == nil && stackfile.ValidName(top.Name) {
-		return top.Name
-	}
-	base := filepath.Base(name)
-	for _, ext := range []string{".yaml", ".yml", ".json"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	if !stackfile.ValidName(base) {
-		return ""
-	}
-	return base
 }
 
 func warningLines(st *stackfile.Stack) []string {
