@@ -287,36 +287,28 @@ func SecretLabel(key string) string { return "env:" + key }
 func (env Env) seal(key NodeKey) (Env, error) {
 	out := env.encoded(encodeSealed)
 	for k, v := range out {
-		if !v.secret || v.redacted || v.sealed != "" {
+		if !v.secret {
 			continue
 		}
-		if key == nil {
-			return nil, fmt.Errorf("env %s: %w", k, ErrNoNodeKey)
-		}
-		s, err := key.Seal(SecretLabel(k), v.value)
+		v, err := v.sealWith(key, SecretLabel(k))
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", k, err)
 		}
-		v.sealed = s
 		out[k] = v
 	}
 	return out, nil
 }
 
-// open opens every sealed secret and binds it to key.
+// open opens every sealed secret under key, in place, and binds them.
 func (env Env) open(key NodeKey) error {
 	for k, v := range env {
-		if !v.secret || v.sealed == "" {
+		if !v.secret {
 			continue
 		}
-		if key == nil {
-			return fmt.Errorf("env %s: %w", k, ErrNoNodeKey)
-		}
-		plain, err := key.Open(SecretLabel(k), v.sealed)
+		v, err := v.openWith(key, SecretLabel(k))
 		if err != nil {
 			return fmt.Errorf("env %s: %w", k, err)
 		}
-		v.value = plain
 		env[k] = v
 	}
 	return env.bind(key)
@@ -325,16 +317,62 @@ func (env Env) open(key NodeKey) error {
 // bind sets every secret's digest under key.
 func (env Env) bind(key NodeKey) error {
 	for k, v := range env {
-		if !v.secret || v.redacted {
+		if !v.secret {
 			continue
 		}
-		if key == nil {
-			return fmt.Errorf("env %s: %w", k, ErrNoNodeKey)
+		v, err := v.bindWith(key, SecretLabel(k))
+		if err != nil {
+			return fmt.Errorf("env %s: %w", k, err)
 		}
-		v.digest = key.Digest(SecretLabel(k), v.value)
 		env[k] = v
 	}
 	return nil
+}
+
+// sealWith is v sealed under label (kept when redacted or sealed
+// already). Secret env values and secret files (secrets.go) share it.
+func (v EnvValue) sealWith(key NodeKey, label string) (EnvValue, error) {
+	if v.redacted || v.sealed != "" {
+		return v, nil
+	}
+	if key == nil {
+		return v, ErrNoNodeKey
+	}
+	sealed, err := key.Seal(label, v.value)
+	if err != nil {
+		return v, err
+	}
+	v.sealed = sealed
+	return v, nil
+}
+
+// openWith is v with its sealed value opened under label (kept when it
+// is not sealed).
+func (v EnvValue) openWith(key NodeKey, label string) (EnvValue, error) {
+	if v.sealed == "" {
+		return v, nil
+	}
+	if key == nil {
+		return v, ErrNoNodeKey
+	}
+	plain, err := key.Open(label, v.sealed)
+	if err != nil {
+		return v, err
+	}
+	v.value = plain
+	return v, nil
+}
+
+// bindWith is v with its digest under label (kept when redacted).
+func (v EnvValue) bindWith(key NodeKey, label string) (EnvValue, error) {
+	if v.redacted {
+		return v, nil
+	}
+	if key == nil {
+		return v, ErrNoNodeKey
+	}
+	v.digest = key.Digest(label, v.value)
+	return v, nil
 }
 
 // hasSecrets reports whether any value is secret.

@@ -457,15 +457,9 @@ func sealSecrets(in []ServiceSecret, key NodeKey) ([]ServiceSecret, error) {
 	for i, s := range out {
 		v := s.Value
 		v.encoding = encodeSealed
-		if !v.redacted && v.sealed == "" {
-			if key == nil {
-				return nil, fmt.Errorf("secret %s: %w", s.Source, ErrNoNodeKey)
-			}
-			sealed, err := key.Seal(SecretFileLabel(s.Source), v.value)
-			if err != nil {
-				return nil, fmt.Errorf("secret %s: %w", s.Source, err)
-			}
-			v.sealed = sealed
+		v, err := v.sealWith(key, SecretFileLabel(s.Source))
+		if err != nil {
+			return nil, fmt.Errorf("secret %s: %w", s.Source, err)
 		}
 		out[i].Value = v
 	}
@@ -474,16 +468,9 @@ func sealSecrets(in []ServiceSecret, key NodeKey) ([]ServiceSecret, error) {
 
 func openSecrets(in []ServiceSecret, key NodeKey) error {
 	for i, s := range in {
-		v := s.Value
-		if v.sealed != "" {
-			if key == nil {
-				return fmt.Errorf("secret %s: %w", s.Source, ErrNoNodeKey)
-			}
-			plain, err := key.Open(SecretFileLabel(s.Source), v.sealed)
-			if err != nil {
-				return fmt.Errorf("secret %s: %w", s.Source, err)
-			}
-			v.value = plain
+		v, err := s.Value.openWith(key, SecretFileLabel(s.Source))
+		if err != nil {
+			return fmt.Errorf("secret %s: %w", s.Source, err)
 		}
 		v.secret = true
 		in[i].Value = v
@@ -493,13 +480,11 @@ func openSecrets(in []ServiceSecret, key NodeKey) error {
 
 func bindSecrets(in []ServiceSecret, key NodeKey) error {
 	for i, s := range in {
-		if s.Value.redacted {
-			continue
+		v, err := s.Value.bindWith(key, SecretFileLabel(s.Source))
+		if err != nil {
+			return fmt.Errorf("secret %s: %w", s.Source, err)
 		}
-		if key == nil {
-			return fmt.Errorf("secret %s: %w", s.Source, ErrNoNodeKey)
-		}
-		in[i].Value.digest = key.Digest(SecretFileLabel(s.Source), s.Value.value)
+		in[i].Value = v
 	}
 	return nil
 }
