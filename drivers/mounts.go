@@ -69,3 +69,23 @@ func cleanAbs(p string) bool {
 func SortMounts(mounts []Mount) {
 	sort.SliceStable(mounts, func(i, j int) bool { return mounts[i].Target < mounts[j].Target })
 }
+
+// CheckSecretFiles reports what is wrong with a spec's secret files as
+// values: each a file name (no "/", not "." or "..", at most 255 bytes),
+// given once, with a permission mode. Drivers call it before a name
+// reaches a path (SEC-3); it never shows a value.
+func CheckSecretFiles(files []SecretFile) error {
+	seen := map[string]bool{}
+	for _, f := range files {
+		switch {
+		case f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00") || len(f.Name) > 255:
+			return fmt.Errorf("secret file name %q is not a file name (no '/', not '.' or '..')", f.Name)
+		case seen[f.Name]:
+			return fmt.Errorf("secret file %s is given twice", f.Name)
+		case f.Mode&^0o777 != 0:
+			return fmt.Errorf("secret file %s: mode %#o is not a permission mode", f.Name, f.Mode)
+		}
+		seen[f.Name] = true
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package drivers
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -68,5 +69,31 @@ func TestLabelsMatch(t *testing.T) {
 	}
 	if !Labels(nil).Match(Labels{"k": ""}) || Labels(nil).Match(Labels{"k": "v"}) {
 		t.Error("nil labels: a missing key reads as \"\"")
+	}
+}
+
+// SEC-3: a secret file's name never makes a path: every driver checks
+// names, uniqueness and modes with CheckSecretFiles.
+func TestCheckSecretFiles(t *testing.T) {
+	cases := []struct {
+		files []SecretFile
+		ok    bool
+	}{
+		{nil, true},
+		{[]SecretFile{{Name: "db_password", Mode: 0o400}, {Name: "api.token"}}, true},
+		{[]SecretFile{{Name: ""}}, false},
+		{[]SecretFile{{Name: "."}}, false},
+		{[]SecretFile{{Name: ".."}}, false},
+		{[]SecretFile{{Name: "../x"}}, false},
+		{[]SecretFile{{Name: "a\x00b"}}, false},
+		{[]SecretFile{{Name: strings.Repeat("a", 256)}}, false},
+		{[]SecretFile{{Name: "a"}, {Name: "a"}}, false},
+		{[]SecretFile{{Name: "a", Mode: 0o4755}}, false},
+	}
+	for i, c := range cases {
+		err := CheckSecretFiles(append(c.files, SecretFile{Name: "z", Value: "s3cr3t"}))
+		if (err == nil) != c.ok || err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("case %d: CheckSecretFiles = %v, want ok %v", i, err, c.ok)
+		}
 	}
 }

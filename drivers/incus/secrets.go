@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/engenho/engenho/drivers"
 )
@@ -59,21 +58,15 @@ func (d *Driver) checkSecrets(spec drivers.Spec, bad func(string, ...any) error)
 	if d.opts.Sealer == nil {
 		return drivers.Errorf(DriverName, "validate", spec.Name, drivers.ErrUnsupported, "secret files need the driver's sealer (the node key) to keep them across restarts; none is configured")
 	}
-	seen := map[string]bool{}
+	if err := drivers.CheckSecretFiles(spec.Secrets); err != nil {
+		return bad("%v", err)
+	}
 	total := 0
 	for _, s := range spec.Secrets {
 		total += len(s.Value)
-		switch {
-		case s.Name == "" || s.Name == "." || s.Name == ".." || strings.ContainsAny(s.Name, "/\x00") || len(s.Name) > 255:
-			return bad("secret file name %q: want a file name (no '/', not '.' or '..')", s.Name)
-		case s.Name == secretsReady:
+		if s.Name == secretsReady {
 			return bad("secret file name %q is the driver's own", s.Name)
-		case seen[s.Name]:
-			return bad("secret file %q is given twice", s.Name)
-		case s.Mode&^0o777 != 0:
-			return bad("secret file %q: mode %#o has bits other than the permissions", s.Name, s.Mode)
 		}
-		seen[s.Name] = true
 	}
 	if total > secretsMax {
 		return bad("the secret files hold %d bytes; the tmpfs at %s holds %d", total, secretsDir, secretsMax)

@@ -93,29 +93,18 @@ func (c *Client) syncOrAsync(ctx context.Context, r request, what string) error 
 // each target once and none on the driver's own paths, volume names incus
 // takes, absolute bind sources.
 func checkMounts(spec drivers.Spec, bad func(string, ...any) error) error {
-	seen := map[string]bool{}
+	if err := drivers.CheckMounts(spec.Mounts); err != nil {
+		return bad("%v", err)
+	}
 	for _, m := range spec.Mounts {
 		t := m.Target
-		switch {
-		case !path.IsAbs(t) || path.Clean(t) != t || t == "/":
-			return bad("mount target %q: want an absolute, clean path other than /", t)
-		case seen[t]:
-			return bad("mount target %q is mounted twice", t)
-		case under(t, stateDir) || under(t, secretsDir) || under(secretsDir, t) && len(spec.Secrets) > 0:
+		if under(t, stateDir) || under(t, secretsDir) || under(secretsDir, t) && len(spec.Secrets) > 0 {
 			return bad("mount target %q: %s and %s are the driver's own", t, stateDir, secretsDir)
 		}
-		seen[t] = true
-		switch m.Type {
-		case drivers.MountVolume:
+		if m.Type == drivers.MountVolume {
 			if err := checkVolumeName(m.Source); err != nil {
 				return bad("volume %q: %v", m.Source, err)
 			}
-		case drivers.MountBind:
-			if !path.IsAbs(m.Source) {
-				return bad("bind mount source %q: want an absolute host path", m.Source)
-			}
-		default:
-			return bad("mount %q: type %q is not %q or %q", t, m.Type, drivers.MountVolume, drivers.MountBind)
 		}
 	}
 	return nil
@@ -129,17 +118,13 @@ func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/"
 // incus takes and its CLI shows plainly: a letter or digit, then letters,
 // digits, '_', '.', '-', at most 63 in all (Compose's STACK_NAME fits).
 func checkVolumeName(name string) error {
-	if name == "" {
+	switch {
+	case name == "":
 		return errors.New("empty volume name")
-	}
-	if len(name) > 63 {
+	case len(name) > 63:
 		return fmt.Errorf("at most 63 characters for an incus volume name, this one has %d", len(name))
-	}
-	for i, c := range name {
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || !strings.ContainsRune("_.-", c)) {
-			return errors.New("want a letter or digit, then letters, digits, '_', '.' or '-'")
-		}
+	case !drivers.ValidVolumeName(name):
+		return errors.New("want a letter or digit, then letters, digits, '_', '.' or '-'")
 	}
 	return nil
 }

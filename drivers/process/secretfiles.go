@@ -95,19 +95,7 @@ func onMemoryFS(path string) error {
 
 // checkSecretFiles checks the files' names and modes.
 func checkSecretFiles(files []drivers.SecretFile) error {
-	seen := map[string]bool{}
-	for _, f := range files {
-		switch {
-		case f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00"):
-			return fmt.Errorf("secret file name %q is not a file name", f.Name)
-		case seen[f.Name]:
-			return fmt.Errorf("secret file %s is given twice", f.Name)
-		case f.Mode > 0o777:
-			return fmt.Errorf("secret file %s: mode %#o is not a permission mode", f.Name, f.Mode)
-		}
-		seen[f.Name] = true
-	}
-	return nil
+	return drivers.CheckSecretFiles(files)
 }
 
 // checkSecretsUsable: a spec with secret files needs a sealer (the state
