@@ -70,16 +70,30 @@ func SortMounts(mounts []Mount) {
 	sort.SliceStable(mounts, func(i, j int) bool { return mounts[i].Target < mounts[j].Target })
 }
 
+// ValidSecretFileName reports whether s may name a secret file: 1-255
+// bytes, no "/" and no control character, not "." or "..". The stack
+// file's secret names and targets follow the same rule.
+func ValidSecretFileName(s string) bool {
+	if s == "" || len(s) > 255 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' || s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckSecretFiles reports what is wrong with a spec's secret files as
-// values: each a file name (no "/", not "." or "..", at most 255 bytes),
-// given once, with a permission mode. Drivers call it before a name
+// values: each a ValidSecretFileName, given once, with a permission mode. Drivers call it before a name
 // reaches a path (SEC-3); it never shows a value.
 func CheckSecretFiles(files []SecretFile) error {
 	seen := map[string]bool{}
 	for _, f := range files {
 		switch {
-		case f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00") || len(f.Name) > 255:
-			return fmt.Errorf("secret file name %q is not a file name (no '/', not '.' or '..')", f.Name)
+		case !ValidSecretFileName(f.Name):
+			return fmt.Errorf("secret file name %q is not a file name (no '/' or control character, not '.' or '..')", f.Name)
 		case seen[f.Name]:
 			return fmt.Errorf("secret file %s is given twice", f.Name)
 		case f.Mode&^0o777 != 0:

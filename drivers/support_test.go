@@ -86,6 +86,7 @@ func TestCheckSecretFiles(t *testing.T) {
 		{[]SecretFile{{Name: ".."}}, false},
 		{[]SecretFile{{Name: "../x"}}, false},
 		{[]SecretFile{{Name: "a\x00b"}}, false},
+		{[]SecretFile{{Name: "a\nb"}}, false},
 		{[]SecretFile{{Name: strings.Repeat("a", 256)}}, false},
 		{[]SecretFile{{Name: "a"}, {Name: "a"}}, false},
 		{[]SecretFile{{Name: "a", Mode: 0o4755}}, false},

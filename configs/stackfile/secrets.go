@@ -418,18 +418,8 @@ func (w *walker) secretsPolicy(n *yaml.Node, p string) SecretsPolicy {
 }
 
 // validSecretName: a name that is also a file name (it is the default
-// target): 1-255 bytes, no "/", no control character, not "." or "..".
-func validSecretName(s string) bool {
-	if s == "" || len(s) > 255 || s == "." || s == ".." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' || s[i] < 0x20 || s[i] == 0x7f {
-			return false
-		}
-	}
-	return true
-}
+// target), drivers.ValidSecretFileName.
+func validSecretName(s string) bool { return drivers.ValidSecretFileName(s) }
 
 func secretNameProblem(s string) string {
 	switch {
