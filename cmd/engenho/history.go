@@ -57,6 +57,9 @@ func formatHistory(entries []messages.AuditEntry, loc *time.Location) string {
 	t.row("SEQ", "TIME", "WHO", "OP", "STACK/SERVICE", "FROM->TO", "OUTCOME", "MESSAGE")
 	for _, e := range entries {
 		where := e.Stack
+		if where == "" {
+			where = "-" // a refused apply whose file named no stack
+		}
 		if e.Service != "" {
 			where += "/" + e.Service
 		}

@@ -90,7 +90,7 @@ func (d *Deployer) finishAudit(a *messages.AuditEntry, err error) {
 		a.Outcome, a.Message = messages.AuditRefused, firstLines(err.Error(), auditLines)
 	}
 	a.FromDeployment, a.ToDeployment, a.FromRevisions, a.ToRevisions = 0, 0, nil, nil
-	if st, found, rerr := d.journal.Stack(a.Stack); rerr == nil && found {
+	if st, found, rerr := d.journal.Stack(a.Stack); a.Stack != "" && rerr == nil && found {
 		a.FromDeployment, a.ToDeployment = st.Current.ID, st.Current.ID
 		a.FromRevisions, a.ToRevisions = maps.Clone(st.Current.Revisions), maps.Clone(st.Current.Revisions)
 	}
@@ -101,10 +101,12 @@ func (d *Deployer) finishAudit(a *messages.AuditEntry, err error) {
 }
 
 // refused records a request refused before the deployer saw it (a bad
-// stack file, a stack the config lists).
+// stack file, a stack the config lists). A stack name that is not valid
+// (a file that names none, or a bad one) is recorded as no stack: the
+// error names the file.
 func (d *Deployer) refused(op, stack, service string, by journal.Who, err error) {
 	if !stackfile.ValidName(stack) {
-		return
+		stack, service = "", ""
 	}
 	d.finishAudit(newAudit(op, stack, service, by), err)
 }

@@ -136,3 +136,36 @@ func TestIssue17DeployAuditThroughTheDaemon(t *testing.T) {
 		t.Errorf("remove: %+v", got)
 	}
 }
+
+// Issue 17 deploy audit: an apply refused because its file names no
+// valid stack is still recorded, with no stack and the error that names
+// the file; `history` (all stacks) shows it as "-", `history STACK` does
+// not. A file that does not parse at all takes its stack name from its
+// file name, as a good one would (Compose's project name), and is
+// recorded under it.
+func TestIssue17RefusedApplyWithNoStackIsAudited(t *testing.T) {
+	n := newNode(t)
+	n.start("running")
+	broken := n.writeFile("broken.yaml", "services: [\n")
+	badName := n.writeFile("bad-name.yaml", "name: Bad_Name\nservices:\n  api:\n    command: [\"/bin/true\"]\n")
+	if out, code := n.cli("apply", broken, badName); code == 0 {
+		t.Fatalf("broken files applied: %s", out)
+	}
+	got := n.history()
+	if len(got) != 2 {
+		t.Fatalf("history: %d entries, want 2: %+v", len(got), got)
+	}
+	for i, stack := range []string{"broken", ""} {
+		e := got[i]
+		if e.Op != messages.AuditApply || e.Stack != stack || e.Outcome != messages.AuditRefused ||
+			!strings.Contains(e.Message, "bad-name.yaml:1: name: invalid stack name") || e.By.User == "" {
+			t.Errorf("entry %d = %+v, want a refused apply of stack %q naming bad-name.yaml", i, e, stack)
+		}
+	}
+	if table := n.mustCLI("history"); !strings.Contains(table, " - ") || !strings.Contains(table, "refused") {
+		t.Errorf("history table does not show the stack-less refusal as '-':\n%s", table)
+	}
+	if got := n.history("broken"); len(got) != 1 || got[0].Stack != "broken" {
+		t.Errorf("history broken: %+v", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 	stacks, names, err := vetFiles(ctx, rt, args)
 	if err != nil {
 		if !args.DryRun {
-			for _, name := range names {
+			for _, name := range uniqueNames(names) {
 				rt.deployer.refused(messages.AuditApply, name, "", by, err)
 			}
 		}
@@ -102,9 +103,11 @@ func vetFiles(ctx context.Context, rt *runtime, args control.ApplyArgs) (_ []*st
 		if err != nil {
 			errs = append(errs, stackfile.ValidateRest(ctx, err, rt.deployer.node))
 			var pe *stackfile.ParseError
-			if errors.As(err, &pe) && pe.StackName() != "" {
-				names = append(names, pe.StackName())
+			name := ""
+			if errors.As(err, &pe) && stackfile.ValidName(pe.StackName()) {
+				name = pe.StackName()
 			}
+			names = append(names, name) // "": recorded with no stack
 			continue
 		}
 		stacks = append(stacks, st)
@@ -465,4 +468,16 @@ func streamLogs(ctx context.Context, drv drivers.Driver, r messages.ReplicaStatu
 			return control.Errorf(control.CodeUnavailable, "logs of %s: %v", r.Instance, err)
 		}
 	}
+}
+
+// uniqueNames is names without repeats, in their first order: two files
+// that name no stack leave one entry.
+func uniqueNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

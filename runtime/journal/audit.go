@@ -99,8 +99,12 @@ func checkAudit(e *messages.AuditEntry) error {
 	if e.Op == "" || len(e.Op) > 64 {
 		return invalid("audit: op", "must be 1-64 characters")
 	}
-	if err := checkName("audit: stack", e.Stack); err != nil {
-		return err
+	// A refused apply whose files name no valid stack is kept with no
+	// stack, so that a broken file still leaves a trace of who tried it.
+	if e.Stack != "" || e.Outcome != messages.AuditRefused {
+		if err := checkName("audit: stack", e.Stack); err != nil {
+			return err
+		}
 	}
 	if e.Service != "" {
 		if err := checkServiceName("audit: service", e.Service); err != nil {
