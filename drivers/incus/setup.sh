@@ -242,7 +242,16 @@ import_image() {
 	step "building the $IMAGE image from /bin/busybox"
 	local work
 	work=$(mktemp -d)
-	trap 'rm -rf "$work"' RETURN
+	# No RETURN trap: it would stay set after this function and fire again
+	# at main's return, where $work is unbound (set -u).
+	build_and_import "$work"
+	rm -rf "$work"
+}
+
+# build_and_import builds the busybox image's rootfs and metadata in the
+# directory $1 and imports them under the alias $IMAGE.
+build_and_import() {
+	local work=$1
 	local root="$work/rootfs"
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,dev,proc,sys,tmp,root,var/log,var/www,run}
 	chmod 1777 "$root/tmp"
