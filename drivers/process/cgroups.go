@@ -124,14 +124,27 @@ func (d *Driver) retireCgroup(ctx context.Context, in *instance) error {
 	in.mu.Unlock()
 	defer close(done)
 	if err := g.Drain(ctx, d.sleep); err != nil {
+		d.keepCgroup(in, g)
 		return err
 	}
 	if err := g.Remove(ctx, d.sleep); err != nil {
+		d.keepCgroup(in, g)
 		return err
 	}
 	// Recorded only once it is gone: a daemon that dies before still
 	// finds the cgroup, and what is in it, through the state file.
 	return in.persist(snap, v)
+}
+
+// keepCgroup hands a cgroup that could not be emptied or removed back to
+// in, so the next Stop, Delete or Start tries again instead of forgetting
+// a half-removed group (one hierarchy's directory gone, another's left).
+func (d *Driver) keepCgroup(in *instance, g *cgroup.Group) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cg == nil && in.proc == nil {
+		in.cg, in.leftovers, in.rec.Cgroup = g, true, g.Rel()
+	}
 }
 
 // sleep waits d on the driver's clock, or until ctx ends.

@@ -427,3 +427,40 @@ func TestDRV17MissingControllerIsNamed(t *testing.T) {
 		t.Errorf("more cpus than the node: %v", err)
 	}
 }
+
+// DRV-15: a cgroup whose removal fails half way (here: a child group made
+// inside it keeps one hierarchy's directory busy) is not forgotten: Delete
+// reports the failure as transient, keeps the instance, and a later Delete,
+// once the obstacle is gone, removes every hierarchy's directory.
+func TestDRV15HalfRemovedCgroupIsRetried(t *testing.T) {
+	h := needCgroups(t)
+	dir := t.TempDir()
+	d := newDriver(t, dir)
+	defer d.Close()
+	mustCreate(t, d, shSpec("half", "sleep 1000", nil))
+	mustStart(t, d, "half")
+	g := groupOf(t, h, dir, "half")
+	blocker := filepath.Join(g.Dir(cgroup.Memory), "blocker")
+	if err := os.Mkdir(blocker, 0o755); err != nil {
+		t.Fatalf("a child cgroup: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(blocker) })
+	if err := d.Stop(ctxT(t), "half", time.Second); !errors.Is(err, drivers.ErrTransient) {
+		t.Fatalf("Stop with a busy cgroup = %v, want a transient error", err)
+	}
+	if err := d.Delete(ctxT(t), "half"); !errors.Is(err, drivers.ErrTransient) {
+		t.Fatalf("Delete with a busy cgroup = %v, want a transient error", err)
+	}
+	if gone(g) {
+		t.Fatal("the cgroup is gone although its memory directory is busy")
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(ctxT(t), "half"); err != nil {
+		t.Fatalf("Delete once the obstacle is gone: %v", err)
+	}
+	if !gone(g) {
+		t.Errorf("Delete left cgroup %s in some hierarchy", g.Rel())
+	}
+}
