@@ -49,8 +49,9 @@ type Config struct {
 	// Keep is how many checkpoints are kept, the current one included;
 	// default 3.
 	Keep int
-	// Format of new archives; default Tar (restores fastest; see
-	// docs/objstore.md). TarGz trades CPU for bytes.
+	// Format of new checkpoints; default Cas (incremental and
+	// content-addressed, ACT-15; see docs/objstore.md). Tar restores a
+	// whole archive in one stream; TarGz trades CPU for bytes.
 	Format Format
 	// OrphanAge: an archive no manifest references is deleted once the
 	// store dates it older than this (left by a crash mid-save);
@@ -81,7 +82,7 @@ func New(cfg Config) (*Checkpointer, error) {
 		return nil, fmt.Errorf("checkpoint: keep %d, want at least 1", cfg.Keep)
 	}
 	if cfg.Format == "" {
-		cfg.Format = Tar
+		cfg.Format = Cas
 	}
 	if !cfg.Format.valid() {
 		return nil, fmt.Errorf("checkpoint: format %q unknown", cfg.Format)
@@ -129,6 +130,11 @@ type Stats struct {
 	GCErrors int
 	// MarkerErr: the DIR.checkpoint marker could not be written (Save).
 	MarkerErr error
+	// Cas saves (ACT-15): Bytes counts only what was uploaded (new blobs
+	// and the index); Blobs is how many blobs were uploaded, Reused how
+	// many files the store already held; SQLite how many databases were
+	// shipped as consistent snapshots (ACT-16).
+	Blobs, Reused, SQLite int
 }
 
 func (c *Checkpointer) manifestKey(host string) (string, error) {
@@ -224,7 +230,11 @@ func (c *Checkpointer) Save(ctx context.Context, head Head, dir string) (Head, S
 	if head.ETag == "" || head.Manifest.Holder == "" {
 		return Head{}, Stats{}, fmt.Errorf("checkpoint %s: %w", host, ErrNotClaimed)
 	}
-	entry, st, err := c.upload(ctx, head, dir)
+	upload := c.upload
+	if c.cfg.Format == Cas {
+		upload = c.casUpload
+	}
+	entry, st, err := upload(ctx, head, dir)
 	if err != nil {
 		return Head{}, Stats{}, fmt.Errorf("checkpoint %s: %w", host, err)
 	}
@@ -375,8 +385,9 @@ func checkSum(e Entry, n int64, h hash.Hash) error {
 // orphans (referenced by neither) older than OrphanAge. It returns how
 // many deletes failed.
 func (c *Checkpointer) collect(ctx context.Context, old, next Manifest) int {
+	// Blobs first: their owners are read from the indexes about to go.
+	failed := c.collectBlobs(ctx, old, next)
 	keep := next.keys()
-	failed := 0
 	for key := range old.keys() {
 		if !keep[key] && c.cfg.Store.Delete(ctx, key, objstore.Always) != nil {
 			failed++

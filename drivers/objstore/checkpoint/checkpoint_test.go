@@ -20,11 +20,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// ACT-9: a checkpoint round-trips files, modes, mtimes, symlinks and empty
-// directories, in both formats, on every store; sockets are skipped.
+// ACT-9, ACT-15: a checkpoint round-trips files, modes, mtimes, symlinks
+// and empty directories, in every format, on every store; sockets are skipped.
 func TestRoundTrip(t *testing.T) {
 	for _, be := range backends() {
-		for _, format := range []checkpoint.Format{checkpoint.Tar, checkpoint.TarGz} {
+		for _, format := range []checkpoint.Format{checkpoint.Tar, checkpoint.TarGz, checkpoint.Cas} {
 			t.Run(be.name+"/"+string(format), func(t *testing.T) {
 				clk := clock.NewFake(start)
 				c := newCheckpointer(t, be.open(t, clk), clk, func(c *checkpoint.Config) { c.Format = format })
@@ -62,7 +62,7 @@ func TestInterruptedUploadKeepsPrevious(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			clk := clock.NewFake(start)
 			store := &cutStore{Store: be.open(t, clk), after: 150_000}
-			c := newCheckpointer(t, store, clk, nil)
+			c := newCheckpointer(t, store, clk, tarFormat) // the Cas twin: TestACT15InterruptedBlobUpload
 			dir := filepath.Join(t.TempDir(), "data")
 			richTree(t, dir)
 			want := snapshot(t, dir)
@@ -164,7 +164,7 @@ func TestSaveVerifiesUpload(t *testing.T) {
 	richTree(t, dir)
 	head := claim(t, c, writerA)
 	rotting := &rotOnWrite{Store: inner}
-	c2 := newCheckpointer(t, rotting, clk, nil)
+	c2 := newCheckpointer(t, rotting, clk, tarFormat) // the Cas twin: TestACT15SaveVerifiesBlobs
 	if _, _, err := c2.Save(ctx, head, dir); !errors.Is(err, checkpoint.ErrCorrupt) {
 		t.Fatalf("save onto a rotting store: %v", err)
 	}
@@ -225,7 +225,8 @@ func TestFencedAfterAnotherClaim(t *testing.T) {
 func TestGarbageCollection(t *testing.T) {
 	clk := clock.NewFake(start)
 	store := fake.New(fake.Options{Clock: clk})
-	c := newCheckpointer(t, store, clk, func(c *checkpoint.Config) { c.Keep = 2; c.OrphanAge = time.Hour })
+	// Tar archives; blobs of Cas checkpoints: TestACT15BlobGarbageCollection.
+	c := newCheckpointer(t, store, clk, func(c *checkpoint.Config) { c.Keep = 2; c.OrphanAge = time.Hour; c.Format = checkpoint.Tar })
 	dir := filepath.Join(t.TempDir(), "data")
 	richTree(t, dir)
 	orphan := "engenho/app.example.com/ckpt/20250101T000000.000000000Z-dead.tar"

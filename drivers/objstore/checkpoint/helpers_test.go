@@ -62,6 +62,8 @@ func newCheckpointer(t *testing.T, store objstore.Store, clk clock.Clock, tune f
 	return c
 }
 
+func tarFormat(c *checkpoint.Config) { c.Format = checkpoint.Tar }
+
 var writerA = checkpoint.Writer{Holder: "node-a/1", Node: "node-a", Epoch: 1}
 var writerB = checkpoint.Writer{Holder: "node-b/1", Node: "node-b", Epoch: 2}
 

@@ -53,9 +53,11 @@ type Format string
 const (
 	Tar   Format = "tar"
 	TarGz Format = "tar.gz"
+	// Cas is an index of the tree plus content-addressed blobs (ACT-15).
+	Cas Format = "cas"
 )
 
-func (f Format) valid() bool { return f == Tar || f == TarGz }
+func (f Format) valid() bool { return f == Tar || f == TarGz || f == Cas }
 
 func (m Manifest) encode() []byte {
 	data, err := json.MarshalIndent(m, "", "  ")

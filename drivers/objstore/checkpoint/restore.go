@@ -57,7 +57,11 @@ func (c *Checkpointer) RestoreDeferred(ctx context.Context, head Head, dir strin
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return Stats{}, nil, fmt.Errorf("checkpoint %s: %w", head.Host, err)
 	}
-	files, err := c.fetchInto(ctx, *e, tmp)
+	fetch := c.fetchInto
+	if e.Format == Cas {
+		fetch = func(ctx context.Context, e Entry, dir string) (int, error) { return c.casFetchInto(ctx, head.Host, e, dir) }
+	}
+	files, err := fetch(ctx, *e, tmp)
 	if err == nil {
 		err = c.dropMarker(dir)
 	}
