@@ -45,14 +45,14 @@ type Index struct {
 
 // IndexItem is one entry of a data directory.
 type IndexItem struct {
-	Path  string      `json:"p"`           // slash-separated, relative; "." is the root
-	Type  string      `json:"t"`           // "d" directory, "f" file, "l" symlink
-	Mode  int64       `json:"m,omitempty"` // tarMode bits
-	MTime time.Time   `json:"mt"`
-	Size  int64       `json:"s,omitempty"`
-	Hash  string      `json:"h,omitempty"` // hex sha256 of the content (files)
-	Link  string      `json:"l,omitempty"` // symlink target
-	Kind  string      `json:"k,omitempty"` // "sqlite": a consistent snapshot of a database (ACT-16)
+	Path  string    `json:"p"`           // slash-separated, relative; "." is the root
+	Type  string    `json:"t"`           // "d" directory, "f" file, "l" symlink
+	Mode  int64     `json:"m,omitempty"` // tarMode bits
+	MTime time.Time `json:"mt"`
+	Size  int64     `json:"s,omitempty"`
+	Hash  string    `json:"h,omitempty"` // hex sha256 of the content (files)
+	Link  string    `json:"l,omitempty"` // symlink target
+	Kind  string    `json:"k,omitempty"` // "sqlite": a consistent snapshot of a database (ACT-16)
 }
 
 func (c *Checkpointer) blobDir(host string) string {

@@ -59,7 +59,9 @@ func (c *Checkpointer) RestoreDeferred(ctx context.Context, head Head, dir strin
 	}
 	fetch := c.fetchInto
 	if e.Format == Cas {
-		fetch = func(ctx context.Context, e Entry, dir string) (int, error) { return c.casFetchInto(ctx, head.Host, e, dir) }
+		fetch = func(ctx context.Context, e Entry, dir string) (int, error) {
+			return c.casFetchInto(ctx, head.Host, e, dir)
+		}
 	}
 	files, err := fetch(ctx, *e, tmp)
 	if err == nil {
