@@ -343,13 +343,17 @@ func (s *casSaver) checkBlobs() error {
 			return fmt.Errorf("verifying blobs: %w: blob %s of %s missing or of the wrong size", ErrCorrupt, it.Hash, it.Path)
 		}
 	}
+	// Every bad blob is removed, so no later save takes it for good.
+	var first error
 	for hash, size := range s.uploaded {
 		if err := s.c.checkBlob(s.ctx, s.host, hash, size); err != nil {
 			s.c.deleteQuietly(s.ctx, s.blobKey(hash))
-			return fmt.Errorf("verifying upload: %w", err)
+			if first == nil {
+				first = fmt.Errorf("verifying upload: %w", err)
+			}
 		}
 	}
-	return nil
+	return first
 }
 
 // checkBlob reads one blob and checks its size and sha256.
