@@ -42,6 +42,7 @@ var ranks = map[string]rank{
 	"drivers":                     {1, 0},
 	"drivers/cgroup":              {1, 0},
 	"drivers/ports":               {1, 0},
+	"drivers/sqlitesnap":          {1, 0},
 	"drivers/objstore":            {1, 1},
 	"drivers/process":             {1, 1},
 	"drivers/incus":               {1, 1},

@@ -151,6 +151,49 @@ type HostStatus struct {
 	// LastWake lists the steps of the last wake with their durations.
 	LastWake []WakeStep `json:"last_wake,omitempty"`
 	Wakes    int        `json:"wakes"`
+	// Replication is the host's replication class (stream, batched,
+	// daily; ACT-9) and Replicated what it shipped (ACT-17).
+	Replication string `json:"replication,omitempty"`
+	Replicated
+}
+
+// Replicated is what a host has shipped to the object store while awake
+// (ACT-17). Times are the daemon's clock at the start of the scan that
+// found the state, so the store holds at least the data directory as it
+// was then.
+type Replicated struct {
+	// LastShipped is when the last checkpoint that uploaded anything
+	// began; LastShippedBytes what it uploaded.
+	LastShipped      time.Time `json:"last_shipped,omitzero"`
+	LastShippedBytes int64     `json:"last_shipped_bytes,omitempty"`
+	// Synced is the last time the store was known to hold the data
+	// directory's state: a checkpoint landed, a scan found nothing changed
+	// since, or the directory was just restored from it.
+	Synced time.Time `json:"synced,omitzero"`
+}
+
+// Reset is what a new wake starts from: the last shipment is kept (it is
+// still the newest state in the store), the sync point is not.
+func (r Replicated) Reset() Replicated {
+	return Replicated{LastShipped: r.LastShipped, LastShippedBytes: r.LastShippedBytes}
+}
+
+// LossWindow is how much an awake host would lose if its node died at
+// now: the time since the store was last known to hold its state (since
+// it woke, when never). Only an awake or stopping host has one: an asleep
+// host's data was parked at sleep (ACT-17).
+func (h HostStatus) LossWindow(now time.Time) time.Duration {
+	if h.State != HostAwake && h.State != HostStopping {
+		return 0
+	}
+	from := h.Synced
+	if from.IsZero() {
+		from = h.Since
+	}
+	if d := now.Sub(from); d > 0 {
+		return d
+	}
+	return 0
 }
 
 // WakeStep is one step of a wake and how long it took (ACT-4).

@@ -126,6 +126,7 @@ type result struct {
 	unwatch    func()
 	due        time.Time
 	stats      checkpoint.Stats
+	scanAt     time.Time // when a checkpoint's scan or a restore began (ACT-17)
 	retryAfter time.Duration
 	settle     func() error
 }
@@ -169,6 +170,7 @@ type Actor struct {
 	stopWaiting map[string]bool
 	unproven    bool
 	reported    messages.HostReport
+	replicated  messages.Replicated // ACT-17
 	last        messages.HostStatus
 	published   bool
 }
@@ -418,7 +420,7 @@ func sameStatus(a, b messages.HostStatus) bool {
 	return a.State == b.State && a.Since.Equal(b.Since) && a.Busy == b.Busy && a.Pending == b.Pending &&
 		a.Instance == b.Instance && a.Address == b.Address && a.Revision == b.Revision && a.Deployment == b.Deployment &&
 		a.Wakes == b.Wakes && a.Due.Equal(b.Due) && a.OwesLease == b.OwesLease && a.LastError == b.LastError &&
-		a.LeaseEpoch == b.LeaseEpoch
+		a.LeaseEpoch == b.LeaseEpoch && a.Replicated == b.Replicated
 }
 
 func (a *Actor) status() messages.HostStatus {
@@ -426,6 +428,7 @@ func (a *Actor) status() messages.HostStatus {
 		Host: a.host(), Stack: a.def.Stack, Service: a.def.Service, Revision: a.def.Revision, Deployment: a.def.Deployment,
 		State: a.s.Phase, Since: a.s.Since, Due: a.s.Due, OwesLease: a.s.Owes, Wakes: a.s.Wakes,
 		LastWake: append([]messages.WakeStep(nil), a.s.Wake.Steps...), LastError: a.s.LastFailure,
+		Replication: a.replicationClass(), Replicated: a.replicated,
 	}
 	if a.s.Blocked != "" {
 		st.Pending = "stop " + a.s.Blocked

@@ -88,8 +88,9 @@ func (a *Actor) startOp(op Op) {
 	case OpAcquire:
 		a.opAcquire(host)
 	case OpRestore:
-		cps, l := a.env.Checkpoints, a.lease
+		cps, l, clk := a.env.Checkpoints, a.lease, a.h.Clock()
 		a.launch(op, step, func(ctx context.Context, r *result) (string, error) {
+			r.scanAt = clk.Now()
 			return restore(ctx, cps, l, host, dir, r)
 		})
 	case OpSeed:
@@ -464,7 +465,7 @@ func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 func (a *Actor) opCheckpoint(op Op, periodic bool, dir string) {
 	a.startSettle()
 	cps, l, head, last, settled := a.env.Checkpoints, a.lease, a.head, a.sig, a.settled
-	timeout := a.env.StepTimeout
+	timeout, clk := a.env.StepTimeout, a.h.Clock()
 	run := func(ctx context.Context, r *result) (string, error) {
 		if settled != nil {
 			// A restore still syncing: save only once it is durable (and
@@ -478,6 +479,7 @@ func (a *Actor) opCheckpoint(op Op, periodic bool, dir string) {
 		if cps == nil || l == nil || !l.Valid() {
 			return Lost, errors.New("no valid lease")
 		}
+		r.scanAt = clk.Now()
 		sig, err := signature(dir)
 		if err != nil {
 			return Failed, err
@@ -592,6 +594,7 @@ func (a *Actor) opDone(m messages.HostOpDone) {
 		if r.hasSig {
 			a.sig = r.sig
 		}
+		a.noteReplicated(op, m.Outcome, r)
 		if m.Outcome == OK && r.stats.MarkerErr != nil {
 			a.h.Log().Warn().Err(r.stats.MarkerErr).Msg("checkpoint marker not written; the next wake here restores")
 		}

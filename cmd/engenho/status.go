@@ -80,13 +80,15 @@ func formatStatus(res control.StatusResult, now time.Time) string {
 // hostTable is one row per hibernating host (ACT-2).
 func hostTable(hosts []messages.HostStatus, now time.Time) string {
 	t := newTable()
-	t.row("HOST", "SERVICE", "STATE", "SINCE", "WAKES", "DUE", "LAST ERROR")
+	t.row("HOST", "SERVICE", "STATE", "SINCE", "WAKES", "DUE", "REPLICATION", "SHIPPED", "LOSS WINDOW", "LAST ERROR")
 	for _, h := range hosts {
 		due := "-"
 		if !h.Due.IsZero() {
 			due = h.Due.UTC().Format(time.RFC3339)
 		}
-		t.row(h.Host, h.Stack+"/"+h.Service, string(h.State), since(now, h.Since), strconv.Itoa(h.Wakes), due, oneLine(h.LastError, messageWidth))
+		class, shipped, window := replicationCells(h, now)
+		t.row(h.Host, h.Stack+"/"+h.Service, string(h.State), since(now, h.Since), strconv.Itoa(h.Wakes), due,
+			class, shipped, window, oneLine(h.LastError, messageWidth))
 	}
 	return t.String()
 }
