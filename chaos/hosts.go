@@ -274,6 +274,9 @@ func (c *campaign) checkCheckpoint(ctx context.Context, p *hostPair) []invariant
 	if cur == nil {
 		return bad("no checkpoint after the host slept")
 	}
+	if cur.Format == checkpoint.Cas {
+		return p.checkCasCheckpoint(ctx, cp, *cur)
+	}
 	obj, err := p.store.Get(ctx, cur.Key)
 	if err != nil {
 		return bad("the current checkpoint %s: %v", cur.Key, err)
