@@ -6,6 +6,15 @@
 //
 //	PREFIX/HOST/manifest.json          which checkpoint is current (+ older ones kept)
 //	PREFIX/HOST/ckpt/TIME-RANDOM.tar   one archive per checkpoint, never overwritten
+//	PREFIX/HOST/ckpt/TIME-RANDOM.cas.json  or: one index per Cas checkpoint
+//	PREFIX/HOST/blobs/SHA256           a Cas checkpoint's file contents, once each
+//
+// Cas (the default format, ACT-15) is incremental: the index lists every
+// entry with its sha256 and only blobs the store lacks are uploaded, then
+// verified, before the manifest switch; restore verifies every blob; GC
+// deletes blobs no kept checkpoint names. SQLite databases go as consistent
+// snapshots (ACT-16, drivers/sqlitesnap). The rest of this comment
+// describes the tar formats, whose archives old stores may still hold.
 //
 // Save archives the directory (tar, optionally gzip) and streams it to a new
 // unique key while hashing it (sha256), reads it back and verifies the
@@ -40,6 +49,6 @@
 // the current checkpoint, so a warm local copy is used only if it is the
 // state the manifest points at (this node saved or restored it last).
 //
-// Layer: drivers. It imports drivers/objstore, drivers/objstore/lease and
-// drivers/clock.
+// Layer: drivers. It imports drivers/objstore, drivers/objstore/lease,
+// drivers/sqlitesnap and drivers/clock.
 package checkpoint
