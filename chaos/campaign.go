@@ -73,9 +73,11 @@ type campaign struct {
 	// portBlocks counts the nodes given a host-port range of their own.
 	portBlocks int
 	pairs      []*hostPair
-	fresh      *node // a daemon with nothing deployed, for the goroutine baseline
-	rep        *report.Report
-	comps      components
+	// lossWindows are the losses measured by daemon.kill-awake (ACT-17).
+	lossWindows []time.Duration
+	fresh       *node // a daemon with nothing deployed, for the goroutine baseline
+	rep         *report.Report
+	comps       components
 
 	lastProgress time.Time
 }
@@ -393,6 +395,7 @@ func (c *campaign) printSummary() {
 		c.printf("  %-20s injected %3d recovered %3d p50 %-8s p99 %-8s max %-8s violations %d  (wall %s)\n",
 			s.Kind, s.Injected, s.Recovered, s.P50, s.P99, s.Max, s.Violations, s.Took)
 	}
+	c.printLossWindows()
 	for _, v := range c.rep.Final {
 		c.printf("VIOLATION seed=%d final checks invariant=%s %s: %s\n", c.opts.Seed, v.Invariant, v.Subject, v.Evidence)
 	}

@@ -399,7 +399,7 @@ func (c *campaign) runHostFault(ctx context.Context, f schedule.Fault, res repor
 	checker := x
 	inj := &injected{target: p.nodes[x].name}
 	err = c.injectHost(ctx, f, p, x, inj)
-	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep {
+	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake {
 		checker = 1 - x // the other node takes over (ACT-14)
 	}
 	if err != nil {
@@ -490,6 +490,8 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		}
 		inj.detail = r.Detail + "; " + c.keepAwake(ctx, p, x, inj)
 		return nil
+	case schedule.DaemonKillAwake:
+		return c.injectKillAwake(ctx, f, p, x, inj)
 	case schedule.DaemonKillSleep:
 		if err := wake(); err != nil {
 			return err

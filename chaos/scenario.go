@@ -50,7 +50,8 @@ var fullMix = schedule.Mix{
 	schedule.DriverFail: 7, schedule.DriverTimeout: 3, schedule.DriverHang: 2,
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
-	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
+	schedule.DaemonKillAwake: 1,
+	schedule.ConfigTruncate:  3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
 }
@@ -62,7 +63,7 @@ var soakMix = func() schedule.Mix {
 	for k, w := range fullMix {
 		m[k] = w
 	}
-	m[schedule.DriverHang], m[schedule.LeaseExpire], m[schedule.DaemonKillSleep] = 4, 4, 4
+	m[schedule.DriverHang], m[schedule.LeaseExpire], m[schedule.DaemonKillSleep], m[schedule.DaemonKillAwake] = 4, 4, 4, 4
 	m[schedule.StoreError], m[schedule.StoreConflict] = 4, 4
 	return m
 }()
@@ -73,6 +74,8 @@ var scenarios = map[string]Scenario{
 	"smoke": {Name: "smoke", Doc: "a short mix for the integration test", Mix: fullMix, IntentEvery: 25},
 	"journal": {Name: "journal", Doc: "journal faults only: damaged and read-only journals, each recovered as an operator would",
 		Mix: schedule.Mix{schedule.JournalCorrupt: 3, schedule.JournalReadonly: 1}, NoHosts: true},
+	"replication": {Name: "replication", Doc: "nodes killed while their host is awake and written to: the loss window measured (ACT-17)",
+		Mix: schedule.Mix{schedule.DaemonKillAwake: 1}},
 	"rollout": {Name: "rollout", Doc: "daemon kills at rollout points only, to replay a rollout that pauses after one",
 		Mix: schedule.Mix{schedule.DaemonKillRollout: 1}, NoHosts: true},
 	"selftest-adopt": {Name: "selftest-adopt", Doc: "self-test: a daemon that forgets to re-adopt after a restart must be caught",
@@ -109,7 +112,7 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.ConfigTruncate, schedule.ConfigHalf,
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute
 	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout:

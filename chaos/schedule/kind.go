@@ -29,6 +29,9 @@ const (
 	DaemonKill        Kind = "daemon.kill"
 	DaemonKillRollout Kind = "daemon.kill-rollout"
 	DaemonKillSleep   Kind = "daemon.kill-sleep"
+	// DaemonKillAwake SIGKILLs a node while its host is awake and being
+	// written to (ACT-17): no final checkpoint, the other node takes over.
+	DaemonKillAwake Kind = "daemon.kill-awake"
 
 	ConfigTruncate Kind = "config.truncate"
 	ConfigHalf     Kind = "config.half-written"
@@ -68,7 +71,8 @@ var needs = map[Kind]Need{
 	DriverFail: NeedProcess, DriverTimeout: NeedProcess, DriverHang: NeedProcess,
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
-	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
+	DaemonKillAwake: NeedHosts,
+	ConfigTruncate:  NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,
 }

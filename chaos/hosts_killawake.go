@@ -1,0 +1,95 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/engenho/engenho/chaos/schedule"
+)
+
+// streamLossBound is the loss window of the stream class the chaos host
+// uses (ACT-9: a change shipped within about a second): a scan every
+// second plus the upload, with a second to spare. Writes acknowledged
+// longer than this before the kill must survive it (ACT-17).
+const streamLossBound = 2 * time.Second
+
+// writeAck is one acknowledged visit and when its answer came.
+type writeAck struct {
+	visit int
+	at    time.Time
+}
+
+// injectKillAwake wakes the host through node x, writes to it (a visit
+// every 200ms for 2-4s), then SIGKILLs node x's daemon while the host is
+// awake: no final checkpoint, no release (ACT-17). The other node takes
+// the host over once the lease expires; awaitHost checks its first visit
+// against the loss bound (mayLose: the writes of the last
+// streamLossBound), and cleanup measures the loss for the report.
+func (c *campaign) injectKillAwake(ctx context.Context, f schedule.Fault, p *hostPair, x int, inj *injected) error {
+	n := p.nodes[x]
+	v, err := c.visitPatiently(ctx, p, x)
+	if err != nil {
+		return fmt.Errorf("waking the host through %s: %w", n.name, err)
+	}
+	inj.violations = append(inj.violations, p.checkVisit(v)...)
+	acks := []writeAck{{v, c.clk.Now()}}
+	deadline := c.clk.Now().Add(2*time.Second + time.Duration(f.Pick%3)*time.Second)
+	for c.clk.Now().Before(deadline) {
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+		v, err := c.visit(ctx, p, x, 5*time.Second)
+		if err != nil {
+			break // counted ambiguous by visit
+		}
+		inj.violations = append(inj.violations, p.checkVisit(v)...)
+		acks = append(acks, writeAck{v, c.clk.Now()})
+	}
+	killAt := c.clk.Now()
+	p.mayLose = 0
+	for _, a := range acks {
+		if killAt.Sub(a.at) < streamLossBound {
+			p.mayLose++
+		}
+	}
+	inj.detail = fmt.Sprintf("killed while awake after %d acknowledged writes", len(acks))
+	if err := killAndRelaunch(n, inj); err != nil {
+		return err
+	}
+	last := acks[len(acks)-1].visit
+	inj.cleanup = func(context.Context) string {
+		// After a takeover p.lastVisit is the first visit the other node
+		// served: its restored state held the visit before it.
+		if p.lastVisit <= last {
+			return "no takeover visit to measure the loss"
+		}
+		restored := p.lastVisit - 1
+		lost, span := 0, time.Duration(0)
+		for _, a := range acks {
+			if a.visit > restored {
+				if lost == 0 {
+					span = killAt.Sub(a.at)
+				}
+				lost++
+			}
+		}
+		c.lossWindows = append(c.lossWindows, span)
+		return fmt.Sprintf("restored visit %d of %d acknowledged: lost %d writes, the oldest acknowledged %dms before the kill (stream, bound %s)",
+			restored, last, lost, span.Milliseconds(), streamLossBound)
+	}
+	return nil
+}
+
+// printLossWindows prints the losses daemon.kill-awake measured: how long
+// before the kill the oldest lost write was acknowledged (0: nothing lost).
+func (c *campaign) printLossWindows() {
+	if len(c.lossWindows) == 0 {
+		return
+	}
+	worst := time.Duration(0)
+	for _, w := range c.lossWindows {
+		worst = max(worst, w)
+	}
+	c.printf("  loss window (daemon.kill-awake, stream): %d kills, worst %dms, bound %s\n", len(c.lossWindows), worst.Milliseconds(), streamLossBound)
+}
