@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/engenho/engenho/chaos/schedule"
@@ -53,8 +55,8 @@ func (c *campaign) injectKillAwake(ctx context.Context, f schedule.Fault, p *hos
 			p.mayLose++
 		}
 	}
-	inj.detail = fmt.Sprintf("killed while awake after %d acknowledged writes", len(acks))
-	if err := killAndRelaunch(n, inj); err != nil {
+	inj.detail = fmt.Sprintf("node crashed while awake after %d acknowledged writes", len(acks))
+	if err := c.crashNode(n, p, inj); err != nil {
 		return err
 	}
 	last := acks[len(acks)-1].visit
@@ -92,4 +94,36 @@ func (c *campaign) printLossWindows() {
 		worst = max(worst, w)
 	}
 	c.printf("  loss window (daemon.kill-awake, stream): %d kills, worst %dms, bound %s\n", len(c.lossWindows), worst.Milliseconds(), streamLossBound)
+}
+
+// crashNode makes node n die as a machine would: its daemon SIGKILLed,
+// the host's instance and sidecars killed with it, and its local copy of
+// the host's data gone (only what was replicated survives). A daemon
+// killed alone would find its instance and local copy on relaunch and
+// ship them (a daemon crash loses nothing); a node crash is the case
+// the replication class bounds. The daemon is then relaunched, empty
+// handed, so the pair runs two nodes again.
+func (c *campaign) crashNode(n *node, p *hostPair, inj *injected) error {
+	n.mu.Lock()
+	old := n.pid
+	n.mu.Unlock()
+	if err := n.kill(); err != nil {
+		return err
+	}
+	for _, proc := range markedProcs(c.run) {
+		if proc.Service == p.service() {
+			_ = killGroup(proc.Pgid)
+		}
+	}
+	local := filepath.Join(n.dataDir(), "hosts", hostName)
+	if err := os.RemoveAll(local); err != nil {
+		return fmt.Errorf("node %s: removing the local copy: %w", n.name, err)
+	}
+	os.Remove(local + ".checkpoint")
+	if err := n.launch(); err != nil {
+		return err
+	}
+	inj.detail += fmt.Sprintf("; pid %d killed with its host's processes and local copy", old)
+	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
+	return nil
 }

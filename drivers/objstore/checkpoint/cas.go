@@ -75,10 +75,13 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 	if err != nil {
 		return Entry{}, Stats{}, fmt.Errorf("listing blobs: %w", err)
 	}
-	s := &casSaver{c: c, ctx: ctx, host: head.Host, have: have, uploaded: map[string]int64{}}
+	cacheKey := head.Host + "\x00" + dir
+	s := &casSaver{c: c, ctx: ctx, host: head.Host, have: have, uploaded: map[string]int64{},
+		prev: c.hashes.get(cacheKey), next: map[string]cachedHash{}, scanAt: c.cfg.Clock.Now()}
 	if err := s.walk(dir); err != nil {
 		return Entry{}, Stats{}, err
 	}
+	c.hashes.put(cacheKey, s.next)
 	if err := s.checkBlobs(); err != nil {
 		return Entry{}, Stats{}, err
 	}
@@ -102,7 +105,7 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 	}
 	st := Stats{
 		Bytes: s.sent + int64(len(data)), Unpacked: s.unpacked, Files: s.files, Skipped: s.skipped,
-		Blobs: len(s.uploaded), Reused: s.reused, SQLite: s.sqlite,
+		Blobs: len(s.uploaded), Reused: s.reused, SQLite: s.sqlite, Hashed: s.hashed,
 	}
 	return entry, st, nil
 }
@@ -133,6 +136,10 @@ type casSaver struct {
 	skipped  int
 	reused   int
 	sqlite   int
+	hashed   int64
+	// prev and next are the hash cache before and after this save.
+	prev, next map[string]cachedHash
+	scanAt     time.Time
 }
 
 func (s *casSaver) walk(dir string) error {
@@ -233,6 +240,19 @@ func (s *casSaver) file(path string, item IndexItem) error {
 		s.sqlite++
 	}
 	item.Size = info.Size()
+	key, changed, statOK := statKeyOf(info)
+	if c, ok := s.prev[item.Path]; ok && statOK && item.Kind == "" && c.key == key {
+		item.Hash = c.hash
+		s.next[item.Path] = c
+		if err := s.putStreamed(f, item); err != nil {
+			return err
+		}
+		s.files++
+		s.unpacked += item.Size
+		s.items = append(s.items, item)
+		return nil
+	}
+	s.hashed += item.Size
 	if item.Size <= memLimit {
 		data, err := io.ReadAll(io.LimitReader(f, item.Size+1))
 		if err != nil {
@@ -259,6 +279,9 @@ func (s *casSaver) file(path string, item IndexItem) error {
 		if err := s.putStreamed(f, item); err != nil {
 			return err
 		}
+	}
+	if statOK && item.Kind == "" && s.scanAt.Sub(changed) > racyGap && s.scanAt.Sub(info.ModTime()) > racyGap {
+		s.next[item.Path] = cachedHash{key: key, hash: item.Hash}
 	}
 	s.files++
 	s.unpacked += item.Size

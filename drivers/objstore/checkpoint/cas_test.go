@@ -445,3 +445,56 @@ func TestACT15ReadFile(t *testing.T) {
 		t.Fatalf("ReadFile of a corrupted blob: %v", err)
 	}
 }
+
+// ACT-15: a file whose stat (size, mtime, ctime, inode) is unchanged since
+// the last save is not read again; a rewrite of the same size with its
+// mtime put back is still seen (ctime moved), and files changed within the
+// racy gap before a scan are always hashed again.
+func TestACT15HashCacheSkipsUnchangedFiles(t *testing.T) {
+	store := fake.New(fake.Options{})
+	// The file system's timestamps are real; this clock puts the scans an
+	// hour after them, so every file is past the racy gap.
+	later := clock.NewFake(time.Now().Add(time.Hour))
+	c := newCheckpointer(t, store, later, nil)
+	dir := filepath.Join(t.TempDir(), "data")
+	manyFiles(t, dir, 8, 50_000)
+	head, st, err := c.Save(ctx, claim(t, c, writerA), dir)
+	if err != nil || st.Hashed != 8*50_000 {
+		t.Fatalf("first save hashed %d bytes (%v), want all 400000", st.Hashed, err)
+	}
+	victim := filepath.Join(dir, "files", "f003")
+	info, _ := os.Stat(victim)
+	os.WriteFile(victim, bytesOf(50_000, 200), 0o644)
+	os.Chtimes(victim, info.ModTime(), info.ModTime()) // same size, same mtime
+	head, st, err = c.Save(ctx, head, dir)
+	if err != nil || st.Hashed != 50_000 || st.Blobs != 1 {
+		t.Fatalf("after a same-size rewrite: hashed %d, blobs %d (%v); want 50000 and 1", st.Hashed, st.Blobs, err)
+	}
+	dst := filepath.Join(t.TempDir(), "r")
+	if _, err := c.Restore(ctx, head, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := snapshot(t, dst), snapshot(t, dir); got != want {
+		t.Fatal("restored tree differs after a cached save")
+	}
+	// Scans right after the writes (real time): nothing is cached.
+	now := newCheckpointer(t, store, clock.New(), nil)
+	head2 := claim(t, now, writerB)
+	_, st, err = now.Save(ctx, head2, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, st2, err := now.Save(ctx, reload(t, now), dir)
+	if err != nil || st.Hashed != 8*50_000 || st2.Hashed != 8*50_000 {
+		t.Fatalf("racy files: hashed %d then %d (%v), want all both times", st.Hashed, st2.Hashed, err)
+	}
+}
+
+func reload(t *testing.T, c *checkpoint.Checkpointer) checkpoint.Head {
+	t.Helper()
+	h, err := c.Load(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

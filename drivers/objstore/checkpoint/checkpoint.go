@@ -64,7 +64,8 @@ type Config struct {
 // Checkpointer saves and restores data directories. Safe for concurrent
 // use on different hosts; one host is driven by one caller at a time.
 type Checkpointer struct {
-	cfg Config
+	cfg    Config
+	hashes hashCache
 }
 
 // New checks cfg and returns a Checkpointer.
@@ -135,6 +136,9 @@ type Stats struct {
 	// many files the store already held; SQLite how many databases were
 	// shipped as consistent snapshots (ACT-16).
 	Blobs, Reused, SQLite int
+	// Hashed is how many file bytes a Cas save read to hash (files whose
+	// stat is unchanged since the last save are not read again).
+	Hashed int64
 }
 
 func (c *Checkpointer) manifestKey(host string) (string, error) {
