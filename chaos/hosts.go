@@ -60,6 +60,9 @@ type hostPair struct {
 	// it: the host stands down without a final checkpoint (ACT-6), so the
 	// visits of the last second, not yet streamed, are gone by design.
 	mayLose int
+	// checked counts the visits checked (daemon.kill-awake tells the
+	// takeover visit by it).
+	checked int
 }
 
 func (p *hostPair) service() string { return p.stack + "/notes" }
@@ -248,6 +251,7 @@ func (c *campaign) visit(ctx context.Context, p *hostPair, i int, limit time.Dur
 func (p *hostPair) checkVisit(n int) []invariant.Violation {
 	lo, hi := p.lastVisit+1-p.mayLose, p.lastVisit+1+p.ambiguous
 	p.lastVisit, p.ambiguous, p.mayLose = n, 0, 0
+	p.checked++
 	if n >= lo && n <= hi {
 		return nil
 	}

@@ -59,11 +59,11 @@ func (c *campaign) injectKillAwake(ctx context.Context, f schedule.Fault, p *hos
 	if err := c.crashNode(n, p, inj); err != nil {
 		return err
 	}
-	last := acks[len(acks)-1].visit
+	last, checkedAtKill := acks[len(acks)-1].visit, p.checked
 	inj.cleanup = func(context.Context) string {
 		// After a takeover p.lastVisit is the first visit the other node
 		// served: its restored state held the visit before it.
-		if p.lastVisit <= last {
+		if p.checked == checkedAtKill {
 			return "no takeover visit to measure the loss"
 		}
 		restored := p.lastVisit - 1
