@@ -48,7 +48,10 @@ func TestSVC31StaleEvidenceNeverPublishes(t *testing.T) {
 	}{
 		{"start time", func(st drivers.Status) drivers.Status { st.StartedAt = st.StartedAt.Add(time.Second); return st }},
 		{"pid", func(st drivers.Status) drivers.Status { st.Pid = 101; return st }},
-		{"generation", func(st drivers.Status) drivers.Status { st.Labels = drivers.Labels{drivers.LabelRevision: "r2"}; return st }},
+		{"generation", func(st drivers.Status) drivers.Status {
+			st.Labels = drivers.Labels{drivers.LabelRevision: "r2"}
+			return st
+		}},
 		{"state", func(st drivers.Status) drivers.Status { st.State = drivers.StateStopped; return st }},
 	}
 	for _, c := range cases {

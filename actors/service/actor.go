@@ -595,6 +595,9 @@ func (a *Actor) updateRotation() bool {
 		if err := a.env.Ports.SetBackends(p.name, bs); err != nil {
 			a.h.Log().Warn().Err(err).Str("port", p.name).Msg("updating the balancer")
 			delete(a.rotation, p.name) // unknown now: applied again next time
+			// Fail closed: a replica this change withdrew counts as withdrawn
+			// and is not published again while the service is inhibited.
+			a.applied[p.name] = intersect(a.applied[p.name], ids)
 			errs = append(errs, fmt.Errorf("port %s: %w", p.name, err))
 			continue
 		}

@@ -99,3 +99,14 @@ func (a *Actor) recoveryStatus(st *messages.ServiceStatus) {
 		st.Message = st.Refused[0]
 	}
 }
+
+// intersect is the IDs in both a and b.
+func intersect(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for id := range a {
+		if b[id] {
+			out[id] = true
+		}
+	}
+	return out
+}
