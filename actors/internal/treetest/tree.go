@@ -46,6 +46,9 @@ type Options struct {
 	// HostPorts hands out new instances' host ports; nil is the kernel's
 	// pick (service.Env's default).
 	HostPorts service.HostPorts
+	// Store is the journal stand-in; a fresh one when nil. Pass the last
+	// tree's to restart a tree over the same records (SVC-33).
+	Store *MemStore
 }
 
 // New starts a tree with no stacks.
@@ -61,7 +64,10 @@ func New(o Options) (*Tree, error) {
 		return nil, err
 	}
 	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: &Events{},
-		Store: NewMemStore(), exited: make(chan messages.ChildExited, 1)}
+		Store: o.Store, exited: make(chan messages.ChildExited, 1)}
+	if t.Store == nil {
+		t.Store = NewMemStore()
+	}
 	t.Ports = NewPorts()
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)
 	t.Sys.AllowInjectPanic = true // tests inject panics by path (CHS-2)
