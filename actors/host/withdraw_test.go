@@ -23,6 +23,21 @@ func TestSVC30EdgeWithdrawnBeforeTouch(t *testing.T) {
 		s, _ := Step(cfg, State{}, Begin{}, now)
 		outcomes := []string{OK, OK, OK, Failed, Held, Lost, FirstBoot, Unproven, NotReady, Unchanged}
 		open, closing, served := false, false, false
+		// Wake it first, so the random events act on a served instance.
+		for _, e := range []any{OpDone{Op: OpCleanup, Outcome: OK}, WakeAsked{Reason: messages.WakeRequest}, OpDone{Op: OpDefinition, Outcome: OK}, OpDone{Op: OpAcquire, Outcome: OK},
+			OpDone{Op: OpRestore, Outcome: OK}, OpDone{Op: OpStart, Outcome: OK}, OpDone{Op: OpReadyCheck, Outcome: OK}} {
+			now = now.Add(100 * time.Millisecond)
+			var fx []step.Effect
+			s, fx = Step(cfg, s, e, now)
+			for _, f := range fx {
+				if _, ok := f.(OpenGate); ok {
+					open, served = true, true
+				}
+			}
+		}
+		if !open {
+			rt.Fatalf("the wake did not open the gate: %+v", s)
+		}
 		for i := range rapid.IntRange(1, 120).Draw(rt, "n") {
 			now = now.Add(time.Duration(rapid.IntRange(0, 600).Draw(rt, "dt")) * time.Second)
 			var e any
