@@ -46,7 +46,7 @@ func withdrawnDone(s State, e Withdrawn) State {
 // withdrawal (SVC-30).
 func published(s State, now time.Time) State {
 	s.InRotation, s.ServingSince = true, now
-	s.withdrawn = false
+	s.withdrawn, s.Withdraw = false, false // a request that was waiting is moot
 	return s
 }
 

@@ -224,6 +224,9 @@ func TestSVC30to32FailClosedProperties(t *testing.T) {
 				}
 				published = true
 			}
+			if s.InRotation && (s.withdrawn || s.Withdraw) {
+				t.Fatalf("in rotation yet counted as withdrawn (%v) or asking (%v) after %T", s.withdrawn, s.Withdraw, e)
+			}
 			if s.InRotation && s.Refused != "" {
 				t.Fatalf("in rotation while refused")
 			}
