@@ -611,6 +611,7 @@ func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
 	}
 	switch {
 	case s.Replace && s.Created && needsWithdraw(cfg, &s):
+		s.Phase = PhaseRetiring
 		return s, nil // SVC-30: withdrawn before it is replaced
 	case s.Intent == messages.IntentRetire || s.Replace:
 		return retire(cfg, s)
@@ -624,7 +625,10 @@ func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
 	}
 	if s.Running && s.healthRestart {
 		if needsWithdraw(cfg, &s) {
-			return s, nil // SVC-30: withdrawn before it is restarted
+			// SVC-30: withdrawn before it is restarted. The withdrawal is
+			// the stop's first step, so it shows as stopping, as without it.
+			s.Phase = PhaseStopping
+			return s, nil
 		}
 		// Kept until the stop succeeds: a stop that failed is tried again.
 		s.Phase, s.Op = PhaseStopping, OpStop
