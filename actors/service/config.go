@@ -48,6 +48,7 @@ func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 			StopGrace:             svc.StopGracePeriod,
 			Sweep:                 env.Sweep,
 			TransientRetry:        5 * time.Second,
+			FailClosed:            true, // SVC-30..SVC-33
 		},
 	}
 }

@@ -103,6 +103,12 @@ type State struct {
 	Removed bool
 	// WakeAt is when WakeTimer is armed to fire; zero when it is not.
 	WakeAt time.Time
+	// Inhibited is why the service is publication-inhibited, since
+	// InhibitedSince (SVC-30); Retirements are the retirements that failed
+	// and are retried (SVC-33). recovery.go.
+	Inhibited      string
+	InhibitedSince time.Time
+	Retirements    map[string]Retirement
 }
 
 // Config is what the core takes from the service's latest definition
@@ -126,6 +132,9 @@ const WakeTimer = "wake"
 // reads no clock and does no I/O; s is not changed.
 func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
 	s = copyMaps(s)
+	if s2, fx, ok := stepRecovery(s, e, now); ok {
+		return s2, fx
+	}
 	switch e := e.(type) {
 	case SetTarget:
 		return setTarget(s, e.Target, e.Previous), nil
@@ -142,12 +151,17 @@ func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
 		return s, nil
 	case Adopted:
 		s.Adopted = true
-		return pass(cfg, s, now)
+		s, fx := adoptedRecovery(s)
+		s, more := pass(cfg, s, now)
+		return s, append(fx, more...)
 	case Report:
-		return report(s, e.Status)
+		s, fx := reportRecovery(s, e.Status, now)
+		s, more := report(s, e.Status)
+		return s, append(fx, more...)
 	case Exited:
 		delete(s.Replicas, e.ID)
-		return s, []step.Effect{Replan{}}
+		s, fx := exitedRecovery(s, e)
+		return s, append(fx, Replan{})
 	case Dependency:
 		s.Deps[e.Status.Service] = e.Status
 		return s, []step.Effect{Replan{}}
@@ -382,6 +396,7 @@ func copyMaps(s State) State {
 		deps[k] = v
 	}
 	s.Deps = deps
+	s.Retirements = copyRetirements(s.Retirements)
 	if s.Rollout != nil {
 		r := *s.Rollout
 		r.Seen, r.Done = copyTimes(r.Seen), copyBools(r.Done)

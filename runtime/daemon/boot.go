@@ -275,7 +275,8 @@ func (d *Daemon) startTree() (func(), error) {
 			return drv, ok
 		},
 		Ports: balancerPorts{rt.balancer}, HostPorts: p.hostPorts, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
-		Bin: d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
+		Retirements: journalRetirements{p.journal},
+		Bin:         d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
 	}
 	rt.routes = edge.NewTable()
 	for _, m := range p.desired {
