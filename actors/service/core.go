@@ -441,7 +441,7 @@ func avoidFailed(s State) (State, []step.Effect) {
 	}
 	failed := s.Target
 	s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
-	return s, []step.Effect{step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+	return s, []step.Effect{step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn, Fingerprint: rolledBack(failed, s.Target),
 		Message: fmt.Sprintf("revision %s of deployment %s failed before; back to %s", failed.Revision, failed.Deployment, s.Target.Revision)}}
 }
 
@@ -733,7 +733,7 @@ func fail(s State, now time.Time, why string) (State, []step.Effect) {
 		if s.Previous != nil {
 			failed := s.Target
 			s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
-			acts = append(acts, step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+			acts = append(acts, step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn, Fingerprint: rolledBack(failed, s.Target),
 				Message: fmt.Sprintf("rolled back to revision %s: %s", s.Target.Revision, why)})
 			s2, more := plan(s, now)
 			return s2, append(acts, more...)
