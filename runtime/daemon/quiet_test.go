@@ -39,3 +39,29 @@ func TestSVC26QuietSeededFromTheLog(t *testing.T) {
 		t.Fatalf("announced %+v, want only stack.failed", out.evs)
 	}
 }
+
+// BenchmarkSVC26QuietSeed measures the boot cost of seeding the quiet
+// filter from a full window of the event log (quietSeed events).
+func BenchmarkSVC26QuietSeed(b *testing.B) {
+	j, err := journal.Open(journal.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	batch := make([]messages.Event, 0, 1000)
+	for i := 0; i < quietSeed; i++ {
+		batch = append(batch, messages.Event{Kind: messages.KindReplicaRestarted, Stack: "web", Service: "api",
+			Instance: "web-api-1-ab", Message: "restarted by engenho; running again (restart 2)"})
+		if len(batch) == cap(batch) {
+			if _, err := j.Append(batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	d := &Daemon{log: logging.New(io.Discard, "json", zerolog.InfoLevel)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d.quietEvents(j, &sinkLog{})
+	}
+}
