@@ -60,16 +60,16 @@ type ServiceStatus struct {
 
 // RolloutStatus shows a rollout slot by slot (SVC-19).
 type RolloutStatus struct {
-	Deployment string `json:"deployment"`
-	Revision   string `json:"revision"`
-	From       string `json:"from_revision,omitempty"`
-	Order      string `json:"order"`
+	Deployment string       `json:"deployment"`
+	Revision   string       `json:"revision"`
+	From       string       `json:"from_revision,omitempty"`
+	Order      string       `json:"order"`
+	Slots      []SlotStatus `json:"slots"`
+	Paused     bool         `json:"paused,omitempty"`
+	Message    string       `json:"message,omitempty"`
 	// Strategy is "recreate" for a rollout that replaces every instance
 	// at once (SVC-25); empty for a rolling one.
-	Strategy string       `json:"strategy,omitempty"`
-	Slots    []SlotStatus `json:"slots"`
-	Paused   bool         `json:"paused,omitempty"`
-	Message  string       `json:"message,omitempty"`
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // SlotStatus is one slot of a rollout.
