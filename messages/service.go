@@ -77,6 +77,9 @@ type RolloutStatus struct {
 	Slots      []SlotStatus `json:"slots"`
 	Paused     bool         `json:"paused,omitempty"`
 	Message    string       `json:"message,omitempty"`
+	// Strategy is "recreate" for a rollout that replaces every instance
+	// at once (SVC-25); empty for a rolling one.
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // SlotStatus is one slot of a rollout.

@@ -432,12 +432,17 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect)
 	return s, append(fx, more...)
 }
 
+// leftDown is the fingerprint of replica.restart_limit: the instance is
+// left down, whatever the policy said; a replica that adopts it again
+// after a restart says so only once (SVC-26).
+const leftDown = "left down by its restart policy"
+
 func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []step.Effect) {
 	reason := ex.Describe() // the driver's reason first: "oom-killed (limit 64 MiB)" (DRV-14)
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
 		s.LastError = "exited cleanly; restart policy on-failure leaves it down"
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelInfo, Message: s.LastError}}
 	}
 	return charge(cfg, s, now, reason)
 }
@@ -450,12 +455,12 @@ func charge(cfg Config, s State, now time.Time, reason string) (State, []step.Ef
 	if cfg.Policy.Condition == "none" {
 		s.Phase = PhaseFailed
 		s.LastError = "restart policy none leaves it down: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelWarn, Message: s.LastError}}
 	}
 	if limit(cfg.Policy, &s, now) {
 		s.Phase = PhaseFailed
 		s.LastError = "restart limit reached: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelError, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelError, Message: s.LastError}}
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)

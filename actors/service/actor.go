@@ -654,6 +654,9 @@ func rolloutStatus(s State) *messages.RolloutStatus {
 	}
 	out := &messages.RolloutStatus{Deployment: ro.Target.Deployment, Revision: ro.Target.Revision, From: ro.From,
 		Order: ro.Target.Update.Order, Paused: ro.Paused, Message: ro.Message}
+	if ro.Target.Update.recreate() {
+		out.Strategy = stackfile.RolloutRecreate
+	}
 	inBatch := map[int]bool{}
 	for _, n := range ro.Batch {
 		inBatch[n] = true

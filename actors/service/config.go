@@ -18,7 +18,7 @@ func targetOf(r messages.ServiceRevision) Target {
 		Revision:   r.Revision,
 		Replicas:   svc.Deploy.Replicas,
 		Update: Update{Parallelism: u.Parallelism, Delay: u.Delay, Order: u.Order,
-			FailureAction: u.FailureAction, Monitor: u.Monitor},
+			FailureAction: u.FailureAction, Monitor: u.Monitor, Strategy: svc.Strategy()},
 		Deadline:  svc.Healthcheck.Deadline(),
 		Immediate: svc.Engenho.Backoff.Immediate,
 	}

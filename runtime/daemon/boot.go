@@ -274,7 +274,7 @@ func (d *Daemon) startTree() (func(), error) {
 			drv, ok := p.drivers[name]
 			return drv, ok
 		},
-		Ports: balancerPorts{rt.balancer}, HostPorts: p.hostPorts, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
+		Ports: balancerPorts{rt.balancer}, HostPorts: p.hostPorts, Events: d.quietEvents(p.journal, p.sink), Board: rt.board, Store: journalStore{p.journal},
 		Retirements: journalRetirements{p.journal},
 		Bin:         d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
 	}

@@ -28,9 +28,11 @@ type Tree struct {
 	Ports  *Ports
 	Board  *supervise.Board
 	Events *Events
-	Store  *MemStore
-	Root   *actor.PID
-	Env    service.Env
+	// Quiet is the node's quiet filter in front of Events (SVC-26).
+	Quiet *supervise.Quiet
+	Store *MemStore
+	Root  *actor.PID
+	Env   service.Env
 
 	exited  chan messages.ChildExited
 	deps    int
@@ -46,9 +48,13 @@ type Options struct {
 	// HostPorts hands out new instances' host ports; nil is the kernel's
 	// pick (service.Env's default).
 	HostPorts service.HostPorts
-	// Store is the journal stand-in; a fresh one when nil. Pass the last
-	// tree's to restart a tree over the same records (SVC-33).
-	Store *MemStore
+	// Events and Store, when set, are a previous tree's: a new tree on
+	// them is a daemon restarted on the same journal (its event log,
+	// failed revisions and pending retirements, SVC-33). The tree's quiet
+	// filter (SVC-26) is seeded from the events, as the daemon seeds it
+	// from its log.
+	Events *Events
+	Store  *MemStore
 }
 
 // New starts a tree with no stacks.
@@ -63,11 +69,16 @@ func New(o Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: &Events{},
-		Store: o.Store, exited: make(chan messages.ChildExited, 1)}
-	if t.Store == nil {
-		t.Store = NewMemStore()
+	if o.Events == nil {
+		o.Events = &Events{}
 	}
+	if o.Store == nil {
+		o.Store = NewMemStore()
+	}
+	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: o.Events,
+		Store: o.Store, exited: make(chan messages.ChildExited, 1)}
+	t.Quiet = supervise.NewQuiet(t.Events)
+	t.Quiet.Seed(t.Events.All())
 	t.Ports = NewPorts()
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)
 	t.Sys.AllowInjectPanic = true // tests inject panics by path (CHS-2)
@@ -77,7 +88,7 @@ func New(o Options) (*Tree, error) {
 		Driver: func(name string) (drivers.Driver, bool) {
 			return drv, name == drv.Name() || name == "" || name == "process"
 		},
-		Ports: t.Ports, HostPorts: o.HostPorts, Events: t.Events, Board: t.Board, Store: t.Store, Retirements: t.Store,
+		Ports: t.Ports, HostPorts: o.HostPorts, Events: t.Quiet, Board: t.Board, Store: t.Store, Retirements: t.Store,
 		StepTimeout: 2 * time.Minute, Sweep: o.Sweep, OutputLines: 20,
 	}
 	t.Root = t.Sys.SpawnRoot(supervise.ChildSpec{Name: root.Name, Produce: root.Produce(t.Env, root.Options{}, nil)})
