@@ -18,6 +18,11 @@ type Event struct {
 	By      string            `json:"by,omitempty"`
 	Message string            `json:"message"`
 	Fields  map[string]string `json:"fields,omitempty"`
+	// Fingerprint is set on an event that states what its subject is
+	// (left down, rolled back, a stack serving or failed) rather than an
+	// action: the same fingerprint again for the same subject is not
+	// announced twice (SVC-26).
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Level is an event's severity.
@@ -67,6 +72,10 @@ const (
 	// or no longer does (SVC-23).
 	KindOverrideSet     = "override.set"
 	KindOverrideDropped = "override.dropped"
+	// A stack's phase changed (SVC-26): every service converged, or one
+	// failing, backing off or paused. Announced once per change.
+	KindStackServing = "stack.serving"
+	KindStackFailed  = "stack.failed"
 	// A `file:` secret's file changed; Fields name the secret and the
 	// service's on_change, never the value (issue 15).
 	KindSecretRotated = "secret.rotated"

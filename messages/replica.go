@@ -42,6 +42,16 @@ type ReplicaStatus struct {
 	Replace bool `json:"replace,omitempty"`
 	// Final is set on the last status of a replica actor that is ending.
 	Final bool `json:"final,omitempty"`
+	// Withdraw: the replica is about to restart or replace its instance
+	// and waits for the service to withdraw it from the balancer first
+	// (SVC-30); the service answers ReplicaWithdrawn.
+	Withdraw bool `json:"withdraw,omitempty"`
+	// Refused names the instance and the state recovery refuses to act on
+	// (paused, unknown, none), while it is found so (SVC-32).
+	Refused string `json:"refused,omitempty"`
+	// RetireError is why retiring the instance failed (a driver error on
+	// stop or delete), while it is retried (SVC-33).
+	RetireError string `json:"retire_error,omitempty"`
 	// Usage is the replica's last usage sample (DRV-16); the daemon adds
 	// it to status, the replica actor never sets it.
 	Usage *ReplicaUsage `json:"usage,omitempty"`

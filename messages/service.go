@@ -56,6 +56,16 @@ type ServiceStatus struct {
 	// x-engenho.secrets.on_change none while an instance that still runs
 	// was running: it has the old value; the daemon adds them.
 	StaleSecrets []string `json:"stale_secrets,omitempty"`
+	// Inhibited is why the service is publication-inhibited (a withdrawal
+	// the balancer refused), empty when it is not (SVC-30).
+	Inhibited string `json:"publication_inhibited,omitempty"`
+	// RetirementPending names the instances whose retirement failed and
+	// is retried; their slots publish nothing new until they are gone
+	// (SVC-33).
+	RetirementPending []string `json:"retirement_pending,omitempty"`
+	// Refused are the instances recovery refuses to touch, each with its
+	// state (SVC-32).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // RolloutStatus shows a rollout slot by slot (SVC-19).
@@ -67,6 +77,9 @@ type RolloutStatus struct {
 	Slots      []SlotStatus `json:"slots"`
 	Paused     bool         `json:"paused,omitempty"`
 	Message    string       `json:"message,omitempty"`
+	// Strategy is "recreate" for a rollout that replaces every instance
+	// at once (SVC-25); empty for a rolling one.
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // SlotStatus is one slot of a rollout.

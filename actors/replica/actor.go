@@ -85,7 +85,8 @@ func (a *Actor) Receive(c *actor.Context) {
 	case messages.ReplicaOutput:
 		a.output = m.Output
 		a.report()
-	case messages.ReplicaOpDone, messages.ReplicaExited, messages.ReplicaProbed, messages.ReplicaCommand, messages.ReplicaRetry:
+	case messages.ReplicaOpDone, messages.ReplicaExited, messages.ReplicaProbed, messages.ReplicaCommand, messages.ReplicaRetry,
+		messages.ReplicaWithdrawn:
 		a.step(m)
 	}
 }
@@ -253,6 +254,7 @@ func (a *Actor) snapshot() messages.ReplicaStatus {
 		InRotation: s.InRotation, Addresses: addrs, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt,
 		ServingSince: s.ServingSince, Restarts: s.Restarts, LastProbe: s.Health.Last.Output, LastError: s.LastError,
 		FailureOutput: a.output, Ledger: s.Entry, HasLedger: s.HasEntry, Replace: s.Replace, Final: s.Done,
+		Withdraw: s.Withdraw, Refused: s.Refused, RetireError: s.RetireError,
 	}
 	if r.Health == "" {
 		r.Health = string(probe.StatusNone)
@@ -266,5 +268,6 @@ func changed(a, b messages.ReplicaStatus) bool {
 		a.Restarts != b.Restarts || a.Replace != b.Replace || a.Final != b.Final ||
 		a.HasLedger != b.HasLedger || a.Ledger.Failures != b.Ledger.Failures ||
 		!a.StartedAt.Equal(b.StartedAt) || len(a.Addresses) != len(b.Addresses) ||
-		a.LastError != b.LastError || a.FailureOutput != b.FailureOutput
+		a.LastError != b.LastError || a.FailureOutput != b.FailureOutput ||
+		a.Withdraw != b.Withdraw || a.Refused != b.Refused || a.RetireError != b.RetireError
 }

@@ -67,6 +67,10 @@ type Policy struct {
 	Sweep time.Duration
 	// TransientRetry is the wait after a transient driver error.
 	TransientRetry time.Duration
+	// FailClosed turns on fail-closed recovery (SVC-30..SVC-33,
+	// failclosed.go): withdraw before touching, verify before publishing,
+	// refuse unsafe states. The service sets it for its replicas.
+	FailClosed bool
 }
 
 // Config is fixed for the life of a replica actor.
@@ -122,6 +126,22 @@ type State struct {
 	LastError string
 	LastExit  *drivers.Exit
 	Done      bool
+
+	// Pid and Generation are the current run's, as last observed (SVC-31).
+	Pid        int
+	Generation string
+	// Withdraw: a touch waits for the service's withdrawal (SVC-30);
+	// withdrawn: the service has withdrawn it since it last served.
+	Withdraw  bool
+	withdrawn bool
+	// verify: a ready probe waits for an inspection before the instance
+	// is published; verifying: that inspection is in flight (SVC-31).
+	verify    bool
+	verifying bool
+	// Refused: the instance is in a state recovery refuses to act on
+	// (SVC-32). RetireError: why retiring it last failed (SVC-33).
+	Refused     string
+	RetireError string
 }
 
 // Events are Begin and the replica's messages: messages.ReplicaOpDone,
@@ -175,6 +195,8 @@ func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
 		s, fx = command(s, e, now)
 	case messages.ReplicaRetry:
 		s = retry(s, now)
+	case Withdrawn:
+		s = withdrawnDone(s, e)
 	default:
 		return s, nil
 	}
@@ -218,6 +240,10 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 		s.Op = OpInspect
 		return s, []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
 	case OpInspect:
+		if s.verifying {
+			s.verifying = false
+			return verified(cfg, s, e, now)
+		}
 		if e.Err != nil {
 			return inspectFailed(cfg, s, e, now)
 		}
@@ -246,6 +272,9 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 // changes nothing but a later retry (SVC-8); another charges the ladder.
 func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
 	s.LastError = fmt.Sprintf("%s: %v", e.Op, e.Err)
+	if e.Op != OpCreate && retiring(s) {
+		s.RetireError = s.LastError // SVC-33: the service records it
+	}
 	if errors.Is(e.Err, drivers.ErrTransient) || e.Op != OpCreate {
 		s.retryAt = now.Add(cfg.Policy.TransientRetry)
 		return s, retryLater(cfg, now)
@@ -281,6 +310,15 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 	s.Addresses = st.Addresses
 	afterFailed, ours := s.afterFailedStart, s.startPending
 	s.afterFailedStart, s.startPending = false, false
+	wasRefused := s.Refused
+	if cfg.Policy.FailClosed && unsafe(st.State) {
+		// Paused, unknown or no state: refused, not repaired (SVC-32).
+		return refuse(cfg, s, st, now, wasRefused)
+	}
+	s.Refused = ""
+	if wasRefused != "" && st.State == drivers.StateRunning {
+		s.StartedAt = time.Time{} // back from a refused state: verified afresh
+	}
 	switch st.State {
 	case drivers.StateRunning:
 		return observeRunning(cfg, s, st, now, adopting, ours, afterFailed)
@@ -310,6 +348,9 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 }
 
 func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) (State, []step.Effect) {
+	if !(s.Running && st.StartedAt.Equal(s.StartedAt)) {
+		s.Pid, s.Generation = st.Pid, generation(st) // a new run (SVC-31)
+	}
 	switch {
 	case s.Running && st.StartedAt.Equal(s.StartedAt):
 		return s, nil // nothing new
@@ -354,7 +395,8 @@ func run(cfg Config, s State, startedAt, now time.Time) State {
 	s.InRotation, s.ServingSince = false, time.Time{}
 	s.Phase = PhaseProbing
 	if !cfg.Probe.Enabled() {
-		s.Phase, s.InRotation, s.ServingSince = PhaseServing, true, now
+		s.Phase = PhaseServing
+		s = published(s, now)
 	}
 	return s
 }
@@ -390,12 +432,17 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect)
 	return s, append(fx, more...)
 }
 
+// leftDown is the fingerprint of replica.restart_limit: the instance is
+// left down, whatever the policy said; a replica that adopts it again
+// after a restart says so only once (SVC-26).
+const leftDown = "left down by its restart policy"
+
 func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []step.Effect) {
 	reason := ex.Describe() // the driver's reason first: "oom-killed (limit 64 MiB)" (DRV-14)
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
 		s.LastError = "exited cleanly; restart policy on-failure leaves it down"
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelInfo, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelInfo, Message: s.LastError}}
 	}
 	return charge(cfg, s, now, reason)
 }
@@ -408,12 +455,12 @@ func charge(cfg Config, s State, now time.Time, reason string) (State, []step.Ef
 	if cfg.Policy.Condition == "none" {
 		s.Phase = PhaseFailed
 		s.LastError = "restart policy none leaves it down: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelWarn, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelWarn, Message: s.LastError}}
 	}
 	if limit(cfg.Policy, &s, now) {
 		s.Phase = PhaseFailed
 		s.LastError = "restart limit reached: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Level: messages.LevelError, Message: s.LastError}}
+		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelError, Message: s.LastError}}
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)
@@ -452,8 +499,14 @@ func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect)
 	switch s.Health.Status {
 	case probe.StatusHealthy:
 		s.HealthRestarts = 0
+		if !s.InRotation && cfg.Policy.FailClosed {
+			// Ready, but published only once an inspection shows the same
+			// run (SVC-31); settle starts it.
+			s.verify = true
+			return s, nil
+		}
 		if !s.InRotation {
-			s.InRotation, s.ServingSince = true, now
+			s = published(s, now)
 		}
 		s.Phase = PhaseServing
 		s, fx = observeStable(cfg, s, now, true)
@@ -517,7 +570,7 @@ func tick(cfg Config, s State, e Tick, now time.Time) (State, []step.Effect) {
 			return s, []step.Effect{DoProbe{}}
 		}
 	case TimerSweep:
-		if s.Op == OpNone && s.Created && s.Intent != messages.IntentRetire {
+		if s.Op == OpNone && s.Created && (s.Intent != messages.IntentRetire || s.Refused != "") {
 			s.Op = OpInspect
 			return s, []step.Effect{DoOp{Op: OpInspect}}
 		}
@@ -558,10 +611,13 @@ func retry(s State, now time.Time) State {
 // settle starts the next driver call the state calls for, if none is in
 // flight, and arms the restart timer while one is pending.
 func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
-	if s.Op != OpNone || s.Done || now.Before(s.retryAt) {
-		return s, nil
+	if s.Op != OpNone || s.Done || now.Before(s.retryAt) || s.Refused != "" {
+		return s, nil // SVC-32: a refused instance is not touched
 	}
 	switch {
+	case s.Replace && s.Created && needsWithdraw(cfg, &s):
+		s.Phase = PhaseRetiring
+		return s, nil // SVC-30: withdrawn before it is replaced
 	case s.Intent == messages.IntentRetire || s.Replace:
 		return retire(cfg, s)
 	case s.Intent == messages.IntentStop:
@@ -573,9 +629,19 @@ func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
 		return s, nil
 	}
 	if s.Running && s.healthRestart {
+		if needsWithdraw(cfg, &s) {
+			// SVC-30: withdrawn before it is restarted. The withdrawal is
+			// the stop's first step, so it shows as stopping, as without it.
+			s.Phase = PhaseStopping
+			return s, nil
+		}
 		// Kept until the stop succeeds: a stop that failed is tried again.
 		s.Phase, s.Op = PhaseStopping, OpStop
 		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+	}
+	if s.Running && s.verify {
+		s.Op, s.verifying = OpInspect, true
+		return s, []step.Effect{DoOp{Op: OpInspect}}
 	}
 	if s.Running {
 		return s, append(sweep(cfg, now), keepProbing(s, now)...)
@@ -590,6 +656,9 @@ func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
 	if !s.Created {
 		s.Phase, s.Op = PhaseCreating, OpCreate
 		return s, []step.Effect{DoOp{Op: OpCreate}}
+	}
+	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) && needsWithdraw(cfg, &s) {
+		return s, nil // SVC-30: a dead instance is withdrawn before it is restarted
 	}
 	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) {
 		s.Restarts++

@@ -36,6 +36,21 @@ func free(int) error { return nil }
 
 // hostPortsOf is the host port of target 80 of every instance of web, by
 // revision label.
+// addressed says sts are n instances that all have their address: an
+// instance that was just created has none until it starts, and the
+// service may still call itself converged from before a scale-up.
+func addressed(sts []drivers.Status, n int) bool {
+	if len(sts) != n {
+		return false
+	}
+	for _, st := range sts {
+		if st.Addresses[80] == "" {
+			return false
+		}
+	}
+	return true
+}
+
 func hostPortsOf(t *testing.T, sts []drivers.Status) map[string][]int {
 	t.Helper()
 	out := map[string][]int{}
@@ -59,7 +74,7 @@ func hostPortsOf(t *testing.T, sts []drivers.Status) map[string][]int {
 func TestSVC24StartFirstRolloutTakesPortsFromTheRange(t *testing.T) {
 	e := newEnvWith(t, ports.New(ports.Range{Low: 20000, High: 20003}, free))
 	e.apply(webRange)
-	e.until("converged on v1", func() bool { return e.tree.Converged("web") && len(e.instances()) == 2 })
+	e.until("converged on v1", func() bool { return e.tree.Converged("web") && addressed(e.instances(), 2) })
 	v1 := e.tree.Service("web", "api").Revision
 	if got := hostPortsOf(t, e.instances())[v1]; fmt.Sprint(got) != "[20000 20001]" {
 		t.Fatalf("v1 host ports %v, want [20000 20001]", got)
@@ -67,7 +82,7 @@ func TestSVC24StartFirstRolloutTakesPortsFromTheRange(t *testing.T) {
 	e.apply(strings.ReplaceAll(webRange, "v1", "v2"))
 	e.until("converged on v2", func() bool {
 		st := e.tree.Service("web", "api")
-		return e.tree.Converged("web") && st.Revision != v1 && len(e.instances()) == 2
+		return e.tree.Converged("web") && st.Revision != v1 && addressed(e.instances(), 2)
 	})
 	got := hostPortsOf(t, e.instances())
 	v2 := e.tree.Service("web", "api").Revision
@@ -84,7 +99,7 @@ func TestSVC24StartFirstRolloutTakesPortsFromTheRange(t *testing.T) {
 func TestSVC24SpentRangeFailsTheSpawn(t *testing.T) {
 	e := newEnvWith(t, ports.New(ports.Range{Low: 20000, High: 20001}, free))
 	e.apply(webRange)
-	e.until("converged on v1", func() bool { return e.tree.Converged("web") && len(e.instances()) == 2 })
+	e.until("converged on v1", func() bool { return e.tree.Converged("web") && addressed(e.instances(), 2) })
 	e.apply(strings.ReplaceAll(webRange, "v1", "v2"))
 	e.until("deploy.failed for the port", func() bool {
 		for _, ev := range e.tree.Events.All() {
@@ -108,7 +123,7 @@ func TestSVC24SpentRangeFailsTheSpawn(t *testing.T) {
 		}
 		return false
 	})
-	e.until("the old revision serves", func() bool { return len(e.instances()) == 2 && e.tree.Service("web", "api").Healthy == 2 })
+	e.until("the old revision serves", func() bool { return addressed(e.instances(), 2) && e.tree.Service("web", "api").Healthy == 2 })
 	n := 0
 	for _, ev := range e.tree.Events.All() {
 		if strings.Contains(ev.Message, "no free port left") {
@@ -129,7 +144,7 @@ func TestSVC24AdoptedPortsStayInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.until("converged", func() bool { return e.tree.Converged("web") && len(e.instances()) == 2 })
+	e.until("converged", func() bool { return e.tree.Converged("web") && addressed(e.instances(), 2) })
 	if err := e.tree.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +153,7 @@ func TestSVC24AdoptedPortsStayInUse(t *testing.T) {
 	e.tree.Send(m)
 	e.until("adopted", func() bool { return e.tree.Converged("web") })
 	e.apply(strings.Replace(webRange, "replicas: 2", "replicas: 3", 1))
-	e.until("scaled to 3", func() bool { return e.tree.Converged("web") && len(e.instances()) == 3 })
+	e.until("scaled to 3", func() bool { return e.tree.Converged("web") && addressed(e.instances(), 3) })
 	var all []int
 	for _, ps := range hostPortsOf(t, e.instances()) {
 		all = append(all, ps...)

@@ -65,6 +65,9 @@ type Env struct {
 	Events    supervise.Emitter
 	Board     *supervise.Board
 	Store     Store
+	// Retirements keeps pending retirements across daemon restarts
+	// (SVC-33); nil keeps them in the actor only.
+	Retirements RetirementStore
 	// Bin is the engenho binary, for ${ENGENHO_BIN} in commands.
 	Bin         string
 	StepTimeout time.Duration
@@ -102,9 +105,10 @@ type Actor struct {
 
 	planQueued bool
 	ports      []portBinding
-	held       map[string][]int  // replica ID -> host ports it holds (SVC-24)
-	portsShort bool              // the last Take failed; said once until one succeeds
-	rotation   map[string]string // port name -> last backends, to skip no-op updates
+	held       map[string][]int           // replica ID -> host ports it holds (SVC-24)
+	portsShort bool                       // the last Take failed; said once until one succeeds
+	rotation   map[string]string          // port name -> last backends, to skip no-op updates
+	applied    map[string]map[string]bool // port name -> replica IDs the balancer last took (SVC-30)
 	lastSum    messages.ServiceSummary
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -133,7 +137,7 @@ func Produce(env Env, def messages.ServiceDefinition, stopped bool) supervise.Pr
 	return func(h *supervise.Handle) actor.Receiver {
 		a := &Actor{h: h, env: env, stack: def.Stack, name: def.Current.Definition.Name, timers: supervise.NewTimers(h),
 			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{}, rotation: map[string]string{},
-			held: map[string][]int{}}
+			held: map[string][]int{}, applied: map[string]map[string]bool{}}
 		if a.env.HostPorts == nil {
 			a.env.HostPorts = ports.Kernel{}
 		}
@@ -220,6 +224,7 @@ func (a *Actor) start() {
 	} else {
 		a.h.Log().Warn().Err(err).Msg("reading failed revisions")
 	}
+	a.recallRetirements()
 	a.openPorts()
 	a.list()
 	a.publish()
@@ -303,6 +308,10 @@ func (a *Actor) adoptOne(st drivers.Status) {
 		def = a.current.Definition // an old revision: replaced by the rollout
 	}
 	r := Replica{ID: id, Slot: slot, Revision: rev, Deployment: dep, Phase: "adopting", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
+	if _, pending := a.s.Retirements[id]; pending {
+		// Its retirement failed before: retried first (SVC-33).
+		r.Retiring, r.Intent = true, messages.IntentRetire
+	}
 	hostPorts := addrPorts(st.Addresses)
 	// An adopted instance keeps its ports: they count as in use (SVC-24).
 	for _, p := range hostPorts {
@@ -385,9 +394,10 @@ func (a *Actor) childExited(m messages.ChildExited) {
 		return // restarted, now or later, by the supervisor
 	}
 	var gone string
+	var final bool
 	for id, r := range a.s.Replicas {
 		if childName(r) == m.Name {
-			gone = id
+			gone, final = id, a.views[id].Final
 			delete(a.views, id)
 			if r.Retiring {
 				// A retired replica deletes its instance before it ends: its
@@ -401,7 +411,7 @@ func (a *Actor) childExited(m messages.ChildExited) {
 			}
 		}
 	}
-	a.feed(Exited{ID: gone})
+	a.feed(Exited{ID: gone, Final: final})
 }
 
 // planSoon plans once after the messages already queued (a burst of
@@ -443,6 +453,12 @@ func (a *Actor) perform(f step.Effect) {
 		a.publish()
 	case Shutdown:
 		a.shutdown()
+	case Withdraw:
+		a.withdraw(f.ID)
+	case RecordRetirement:
+		a.recordRetirement(f.Retirement)
+	case ClearRetirement:
+		a.clearRetirement(f.ID)
 	default:
 		a.h.Log().Error().Str("effect", fmt.Sprintf("%T", f)).Msg("effect the service shell does not know")
 	}
@@ -553,27 +569,41 @@ func (a *Actor) openPorts() {
 	}
 }
 
-// updateRotation gives the balancer the in-rotation replicas of each port.
-func (a *Actor) updateRotation() {
+// updateRotation gives the balancer the in-rotation replicas of each port
+// that may be published (Publishable, SVC-30, SVC-33). It reports whether
+// the balancer took every change; a refusal makes the service
+// publication-inhibited, and every pass tries again.
+func (a *Actor) updateRotation() bool {
+	allowed := Publishable(a.s, a.appliedIDs())
+	var errs []error
 	for _, p := range a.ports {
 		var bs []Backend
+		ids := map[string]bool{}
 		for _, r := range sorted(a.s.Replicas) {
-			if !r.serving() {
+			if !allowed[r.ID] {
 				continue
 			}
 			if addr := a.views[r.ID].Addresses[p.target]; addr != "" {
 				bs = append(bs, Backend{ID: r.ID, Addr: addr})
+				ids[r.ID] = true
 			}
 		}
 		key := fmt.Sprint(bs)
-		if a.rotation[p.name] == key {
+		if a.rotation[p.name] == key && a.s.Inhibited == "" {
 			continue
 		}
-		a.rotation[p.name] = key
 		if err := a.env.Ports.SetBackends(p.name, bs); err != nil {
-			a.h.Log().Warn().Err(err).Msg("updating the balancer")
+			a.h.Log().Warn().Err(err).Str("port", p.name).Msg("updating the balancer")
+			delete(a.rotation, p.name) // unknown now: applied again next time
+			// Fail closed: a replica this change withdrew counts as withdrawn
+			// and is not published again while the service is inhibited.
+			a.applied[p.name] = intersect(a.applied[p.name], ids)
+			errs = append(errs, fmt.Errorf("port %s: %w", p.name, err))
+			continue
 		}
+		a.rotation[p.name], a.applied[p.name] = key, ids
 	}
+	return a.rotationDone(errs)
 }
 
 // publish puts the service's snapshot on the board and tells the stack.
@@ -595,6 +625,7 @@ func (a *Actor) publish() {
 	for _, p := range a.ports {
 		st.Ports = append(st.Ports, messages.PortStatus{Listen: p.listen, Target: p.target})
 	}
+	a.recoveryStatus(&st)
 	a.env.Board.PutService(st)
 	a.h.SetState(string(sum.State), sum.Message)
 	s := messages.ServiceSummary{Service: a.name, State: sum.State, Running: sum.Running, Healthy: sum.Healthy, Desired: a.s.Target.Replicas}
@@ -623,6 +654,9 @@ func rolloutStatus(s State) *messages.RolloutStatus {
 	}
 	out := &messages.RolloutStatus{Deployment: ro.Target.Deployment, Revision: ro.Target.Revision, From: ro.From,
 		Order: ro.Target.Update.Order, Paused: ro.Paused, Message: ro.Message}
+	if ro.Target.Update.recreate() {
+		out.Strategy = stackfile.RolloutRecreate
+	}
 	inBatch := map[int]bool{}
 	for _, n := range ro.Batch {
 		inBatch[n] = true

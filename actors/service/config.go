@@ -18,7 +18,7 @@ func targetOf(r messages.ServiceRevision) Target {
 		Revision:   r.Revision,
 		Replicas:   svc.Deploy.Replicas,
 		Update: Update{Parallelism: u.Parallelism, Delay: u.Delay, Order: u.Order,
-			FailureAction: u.FailureAction, Monitor: u.Monitor},
+			FailureAction: u.FailureAction, Monitor: u.Monitor, Strategy: svc.Strategy()},
 		Deadline:  svc.Healthcheck.Deadline(),
 		Immediate: svc.Engenho.Backoff.Immediate,
 	}
@@ -48,6 +48,7 @@ func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 			StopGrace:             svc.StopGracePeriod,
 			Sweep:                 env.Sweep,
 			TransientRetry:        5 * time.Second,
+			FailClosed:            true, // SVC-30..SVC-33
 		},
 	}
 }

@@ -17,7 +17,13 @@ type Update struct {
 	Order         string // stop-first | start-first
 	FailureAction string // pause | rollback | continue
 	Monitor       time.Duration
+	// Strategy is rolling (batches, SVC-12) or recreate (every slot at
+	// once, SVC-25); empty is rolling.
+	Strategy string
 }
+
+// recreate: the target replaces every instance at once (SVC-25).
+func (u Update) recreate() bool { return u.Strategy == stackfile.RolloutRecreate }
 
 // Target is the definition the service converges to.
 type Target struct {
@@ -103,6 +109,12 @@ type State struct {
 	Removed bool
 	// WakeAt is when WakeTimer is armed to fire; zero when it is not.
 	WakeAt time.Time
+	// Inhibited is why the service is publication-inhibited, since
+	// InhibitedSince (SVC-30); Retirements are the retirements that failed
+	// and are retried (SVC-33). recovery.go.
+	Inhibited      string
+	InhibitedSince time.Time
+	Retirements    map[string]Retirement
 }
 
 // Config is what the core takes from the service's latest definition
@@ -126,6 +138,9 @@ const WakeTimer = "wake"
 // reads no clock and does no I/O; s is not changed.
 func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
 	s = copyMaps(s)
+	if s2, fx, ok := stepRecovery(s, e, now); ok {
+		return s2, fx
+	}
 	switch e := e.(type) {
 	case SetTarget:
 		return setTarget(s, e.Target, e.Previous), nil
@@ -142,12 +157,17 @@ func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
 		return s, nil
 	case Adopted:
 		s.Adopted = true
-		return pass(cfg, s, now)
+		s, fx := adoptedRecovery(s)
+		s, more := pass(cfg, s, now)
+		return s, append(fx, more...)
 	case Report:
-		return report(s, e.Status)
+		s, fx := reportRecovery(s, e.Status, now)
+		s, more := report(s, e.Status)
+		return s, append(fx, more...)
 	case Exited:
 		delete(s.Replicas, e.ID)
-		return s, []step.Effect{Replan{}}
+		s, fx := exitedRecovery(s, e)
+		return s, append(fx, Replan{})
 	case Dependency:
 		s.Deps[e.Status.Service] = e.Status
 		return s, []step.Effect{Replan{}}
@@ -382,6 +402,7 @@ func copyMaps(s State) State {
 		deps[k] = v
 	}
 	s.Deps = deps
+	s.Retirements = copyRetirements(s.Retirements)
 	if s.Rollout != nil {
 		r := *s.Rollout
 		r.Seen, r.Done = copyTimes(r.Seen), copyBools(r.Done)
@@ -435,7 +456,7 @@ func avoidFailed(s State) (State, []step.Effect) {
 	}
 	failed := s.Target
 	s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
-	return s, []step.Effect{step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+	return s, []step.Effect{step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn, Fingerprint: rolledBack(failed, s.Target),
 		Message: fmt.Sprintf("revision %s of deployment %s failed before; back to %s", failed.Revision, failed.Deployment, s.Target.Revision)}}
 }
 
@@ -533,6 +554,9 @@ func best(rs []Replica) Replica {
 // instance a stop-first batch has retired. A slot with no old instance to
 // protect keeps retrying on the replica's ladder (SVC-13).
 func fill(s State, now time.Time) (State, []step.Effect) {
+	if holdForRecreate(s) {
+		return s, nil
+	}
 	var acts []step.Effect
 	occ := slots(s)
 	for n := 1; n <= s.Target.Replicas; n++ {
@@ -556,8 +580,11 @@ func rollout(s State, now time.Time) (State, []step.Effect) {
 			return s, nil // paused: not retried until the definition changes
 		}
 		s.Rollout = &Rollout{Target: s.Target, From: oldRevision(occ), Seen: map[int]time.Time{}, Done: map[int]bool{}}
-		return batch(s, now, occ, pending, []step.Effect{step.Emit{Kind: messages.KindRolloutStarted, Level: messages.LevelInfo,
-			Message: fmt.Sprintf("rolling out revision %s over %d slots", s.Target.Revision, len(pending))}})
+		msg := fmt.Sprintf("rolling out revision %s over %d slots", s.Target.Revision, len(pending))
+		if s.Target.Update.recreate() {
+			msg = fmt.Sprintf("recreating revision %s: %d old instance(s) stop together, then every slot starts", s.Target.Revision, len(pending))
+		}
+		return batch(s, now, occ, pending, []step.Effect{step.Emit{Kind: messages.KindRolloutStarted, Level: messages.LevelInfo, Message: msg}})
 	}
 	ro := s.Rollout
 	if ro.Paused {
@@ -610,10 +637,13 @@ func batch(s State, now time.Time, occ map[int]*slot, pending []int, acts []step
 	if n <= 0 || n > len(pending) {
 		n = len(pending)
 	}
+	if s.Target.Update.recreate() {
+		n = len(pending) // every slot in one batch (SVC-25)
+	}
 	ro.Batch, ro.BatchAt = append([]int(nil), pending[:n]...), now
 	for _, sn := range ro.Batch {
 		sl := occ[sn]
-		if s.Target.Update.Order == "start-first" {
+		if s.Target.Update.Order == "start-first" && !s.Target.Update.recreate() {
 			if len(sl.current) == 0 {
 				acts = append(acts, Spawn{Slot: sn, Target: s.Target})
 			}
@@ -650,7 +680,7 @@ func watchBatch(s State, now time.Time, occ map[int]*slot) (State, []step.Effect
 			// one gave up its instance and the slot needs another.
 			done = false
 			next = earliest(next, deadline)
-			if s.Target.Update.Order == "start-first" && sl != nil && len(sl.old) > 0 {
+			if s.Target.Update.Order == "start-first" && !s.Target.Update.recreate() && sl != nil && len(sl.old) > 0 {
 				acts = append(acts, Spawn{Slot: sn, Target: s.Target})
 			}
 		case cur.serving():
@@ -718,7 +748,7 @@ func fail(s State, now time.Time, why string) (State, []step.Effect) {
 		if s.Previous != nil {
 			failed := s.Target
 			s.Target, s.Previous, s.Rollout = *s.Previous, &failed, nil
-			acts = append(acts, step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn,
+			acts = append(acts, step.Emit{Kind: messages.KindRolloutRolledBack, Level: messages.LevelWarn, Fingerprint: rolledBack(failed, s.Target),
 				Message: fmt.Sprintf("rolled back to revision %s: %s", s.Target.Revision, why)})
 			s2, more := plan(s, now)
 			return s2, append(acts, more...)

@@ -45,7 +45,11 @@ type Report struct{ Status messages.ReplicaStatus }
 // Exited: the replica actor ID ended for good (not restarted by its
 // supervisor). ID is empty when the child was none of the service's
 // replicas.
-type Exited struct{ ID string }
+type Exited struct {
+	ID string
+	// Final: its last report said it ended after retiring its instance.
+	Final bool
+}
 
 // Dependency is how one of the services it depends on is doing (SVC-18).
 type Dependency struct{ Status messages.DependencyStatus }

@@ -5,6 +5,7 @@ import (
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
 )
 
 // Env is what a stack actor uses of the node: nothing of its own; it hands
@@ -23,6 +24,9 @@ type Actor struct {
 	hosts     map[string]bool // services the activator runs
 	summaries map[string]messages.ServiceSummary
 	removing  bool
+	// announced is the phase this actor last announced (SVC-26); the
+	// node's quiet filter keeps a restarted actor from saying it twice.
+	announced string
 }
 
 // Produce returns the producer of a stack actor. desired is read when the
@@ -226,6 +230,10 @@ func (a *Actor) maybeGone() {
 		return
 	}
 	a.env.Board.DeleteStack(a.desired.Stack)
+	// Announced with no fingerprint: a stack deployed again under the
+	// same name announces its phase afresh (SVC-26).
+	sh := supervise.Shell{Events: a.env.Events, Event: messages.Event{Stack: a.desired.Stack}}
+	supervise.Apply(a.h, sh, []step.Effect{step.Emit{Kind: messages.KindStackRemoved, Level: messages.LevelInfo, Message: "every service and instance removed"}})
 	a.h.Engine().Send(a.h.Parent(), messages.StackGone{Stack: a.desired.Stack})
 	a.h.Exit(messages.ExitNormal, nil)
 }
@@ -243,4 +251,24 @@ func (a *Actor) publish() {
 	a.env.Board.PutStack(messages.StackStatus{Stack: a.desired.Stack, Deployment: a.desired.Current.ID,
 		Converged: converged, Services: a.desired.Current.Definition.Order, UpdatedAt: a.h.Clock().Now()})
 	a.h.SetState(map[bool]string{true: "converged", false: "converging"}[converged], a.desired.Current.ID)
+	a.announce()
+}
+
+// announce says once when the stack's phase changes (SVC-26): serving or
+// failed; a stack on its way, or being removed, says nothing.
+func (a *Actor) announce() {
+	if a.removing {
+		return
+	}
+	phase, msg := PhaseOf(a.desired.Current.Definition.Order, a.hosts, a.summaries)
+	if phase == "" || phase == a.announced {
+		return
+	}
+	a.announced = phase
+	kind, level := messages.KindStackServing, messages.LevelInfo
+	if phase == PhaseFailed {
+		kind, level = messages.KindStackFailed, messages.LevelError
+	}
+	sh := supervise.Shell{Events: a.env.Events, Event: messages.Event{Stack: a.desired.Stack}}
+	supervise.Apply(a.h, sh, []step.Effect{step.Emit{Kind: kind, Level: level, Message: msg, Fingerprint: phase}})
 }

@@ -59,6 +59,7 @@ func emit(h *Handle, sh Shell, f step.Emit) {
 	ev := sh.Event
 	ev.UnixMs = h.Clock().Now().UnixMilli()
 	ev.Level, ev.Kind, ev.Message, ev.Actor = f.Level, f.Kind, f.Message, h.Path()
+	ev.Fingerprint = f.Fingerprint
 	if f.Host != "" {
 		ev.Host = f.Host
 	}

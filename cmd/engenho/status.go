@@ -243,7 +243,10 @@ func rolloutLine(r messages.RolloutStatus) string {
 	if r.From != "" {
 		b.WriteString(" from " + shortRev(r.From))
 	}
-	if r.Order != "" {
+	switch {
+	case r.Strategy != "":
+		b.WriteString(" (" + r.Strategy + ")") // SVC-25: every slot at once
+	case r.Order != "":
 		b.WriteString(" (" + r.Order + ")")
 	}
 	b.WriteString(": " + slotStates(r.Slots))

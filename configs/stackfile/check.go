@@ -108,6 +108,7 @@ func (c *checker) service(key string, svc Service) {
 	}
 	c.sidecars(p+".sidecars", svc.Sidecars)
 	c.engenho(p+".x-engenho", svc.Engenho)
+	c.rollout(p, svc)
 }
 
 // runnable: a service runs a command or an image, or is a standalone
@@ -354,6 +355,23 @@ func (c *checker) engenho(p string, x Engenho) {
 	}
 	if x.Host != "" && !ValidHost(x.Host) {
 		c.add(p+".host", ErrValue, "%s", hostProblem(x.Host, "api.example.com"))
+	}
+}
+
+// rollout checks x-engenho.rollout (SVC-25): rolling or recreate, and a
+// recreate, which stops every old instance first, not with order
+// start-first.
+func (c *checker) rollout(p string, svc Service) {
+	r := svc.Engenho.Rollout
+	if r == "" {
+		return
+	}
+	if r != RolloutRolling && r != RolloutRecreate {
+		c.add(p+".x-engenho.rollout", ErrValue, "want %s or %s, got %s", RolloutRolling, RolloutRecreate, quote(r))
+		return
+	}
+	if r == RolloutRecreate && svc.Deploy.UpdateConfig.Order == OrderStartFirst {
+		c.add(p+".x-engenho.rollout", ErrValue, "recreate stops every old instance before it starts a new one; deploy.update_config.order %s contradicts it (drop one)", OrderStartFirst)
 	}
 }
 

@@ -594,7 +594,7 @@ func (w *walker) sidecar(n *yaml.Node, path string) Sidecar {
 
 var (
 	engenhoKeys = []string{"backoff", "stable", "step_timeout", "unhealthy_threshold", "restarts_before_replace",
-		"drain", "unhealthy_event_after", "secret_env", "host", "secrets"}
+		"drain", "unhealthy_event_after", "secret_env", "host", "secrets", "rollout"}
 	backoffKeys = []string{"immediate", "delays", "cap", "jitter"}
 )
 
@@ -628,6 +628,8 @@ func (w *walker) engenho(n *yaml.Node, path string, service func(entry) bool) (E
 			x.Host, _ = w.str(e.vn, e.path)
 		case "secrets":
 			x.Secrets = w.secretsPolicy(e.vn, e.path)
+		case "rollout":
+			x.Rollout, _ = w.str(e.vn, e.path)
 		case "secret_env":
 			items, _ := w.sequence(e.vn, e.path)
 			for i, item := range items {

@@ -24,8 +24,10 @@ const revisionFormat = 1
 // because changing them must not replace running instances:
 //   - deploy.replicas: a change is a scale, not an update (SVC-4);
 //   - deploy.restart_policy, deploy.update_config, x-engenho (ladder,
-//     windows, thresholds, drain), stop_grace_period, depends_on: they
-//     steer the supervisor, not the instance, and apply in place;
+//     windows, thresholds, drain, the rollout strategy), stop_grace_period,
+//     depends_on: they steer the supervisor, not the instance, and apply
+//     in place (a change of rollout strategy alone replaces nothing: it
+//     steers the next rollout, SVC-25);
 //   - the published side of ports (published, host_ip): it belongs to the
 //     balancer, which re-binds without touching replicas;
 //   - hibernate settings (host, idle, seed, replication, ...): they steer

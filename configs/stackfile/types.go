@@ -410,6 +410,10 @@ type Engenho struct {
 	Host string `json:"host,omitempty"`
 	// Secrets is what a changed secret value does (secrets.on_change).
 	Secrets SecretsPolicy `json:"secrets"`
+	// Rollout is the rollout strategy as written (`x-engenho.rollout`):
+	// RolloutRolling, RolloutRecreate, or empty when not written (then
+	// Service.Strategy derives it from update_config, SVC-25).
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // Backoff is the restart ladder (SUP-10): the first Immediate consecutive

@@ -315,3 +315,19 @@ func (d *Driver) enter(ctx context.Context, op, name string) error {
 	}
 	return nil
 }
+
+// ChangePid gives the running instance name a new pid with the same
+// start time, firing no watch, as a backend that re-executed the workload
+// in place would: the evidence a probe gathered is stale (SVC-31). It
+// reports whether name was running.
+func (d *Driver) ChangePid(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in, ok := d.instances[name]
+	if !ok || in.state != drivers.StateRunning {
+		return false
+	}
+	d.nextPid++
+	in.pid = d.nextPid
+	return true
+}

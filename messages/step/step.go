@@ -43,6 +43,9 @@ type Emit struct {
 	Message string
 	Fields  map[string]string
 	Host    string
+	// Fingerprint marks an event that states what its subject is; see
+	// messages.Event.Fingerprint (SVC-26).
+	Fingerprint string
 }
 
 // Refuse says an event was not taken, and why. The state is unchanged.

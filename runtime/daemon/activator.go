@@ -43,7 +43,7 @@ func (d *Daemon) activatorEnv(p *parts, rt *runtime, env service.Env) activator.
 	dep := p.deployer
 	return activator.Env{
 		Drivers: env.Driver, Store: p.store, Prefix: p.prefix,
-		NodeName: id.Name, NodeID: id.ID, Journal: p.journal, Events: p.sink, Metrics: d.metrics,
+		NodeName: id.Name, NodeID: id.ID, Journal: p.journal, Events: env.Events, Metrics: d.metrics,
 		Routes: rt.routes, HostsDir: d.dir.Hosts(), Bin: d.opts.Bin, StepTimeout: d.settings.StepTimeout,
 		Committed: func(stack, svc string) (messages.HostDefinition, bool) { return dep.committedHost(stack, svc) },
 	}

@@ -274,8 +274,9 @@ func (d *Daemon) startTree() (func(), error) {
 			drv, ok := p.drivers[name]
 			return drv, ok
 		},
-		Ports: balancerPorts{rt.balancer}, HostPorts: p.hostPorts, Events: p.sink, Board: rt.board, Store: journalStore{p.journal},
-		Bin: d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
+		Ports: balancerPorts{rt.balancer}, HostPorts: p.hostPorts, Events: d.quietEvents(p.journal, p.sink), Board: rt.board, Store: journalStore{p.journal},
+		Retirements: journalRetirements{p.journal},
+		Bin:         d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
 	}
 	rt.routes = edge.NewTable()
 	for _, m := range p.desired {

@@ -16,6 +16,26 @@ type Ports struct {
 	mu        sync.Mutex
 	listening map[string]string
 	rotation  map[string][]service.Backend
+	// fail, when set, is what SetBackends returns (SVC-30): the balancer
+	// refusing a rotation change. onSet sees every SetBackends call.
+	fail  error
+	onSet func(name string, backends []service.Backend, err error)
+}
+
+// Fail makes every later SetBackends fail with err (nil: succeed again),
+// as a balancer whose port was closed under the service (SVC-30).
+func (p *Ports) Fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fail = err
+}
+
+// OnSet calls fn with every SetBackends call and its result, under the
+// Ports' lock (fn must not call back into it).
+func (p *Ports) OnSet(fn func(name string, backends []service.Backend, err error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onSet = fn
 }
 
 var _ service.Ports = (*Ports)(nil)
@@ -54,8 +74,15 @@ func (p *Ports) Addr(name string) (net.Addr, bool) {
 func (p *Ports) SetBackends(name string, backends []service.Backend) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	err := p.fail
 	if _, ok := p.listening[name]; !ok {
-		return fmt.Errorf("port %s: not listening", name)
+		err = fmt.Errorf("port %s: not listening", name)
+	}
+	if p.onSet != nil {
+		p.onSet(name, append([]service.Backend(nil), backends...), err)
+	}
+	if err != nil {
+		return err
 	}
 	p.rotation[name] = append([]service.Backend(nil), backends...)
 	return nil

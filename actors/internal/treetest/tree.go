@@ -28,9 +28,11 @@ type Tree struct {
 	Ports  *Ports
 	Board  *supervise.Board
 	Events *Events
-	Store  *MemStore
-	Root   *actor.PID
-	Env    service.Env
+	// Quiet is the node's quiet filter in front of Events (SVC-26).
+	Quiet *supervise.Quiet
+	Store *MemStore
+	Root  *actor.PID
+	Env   service.Env
 
 	exited  chan messages.ChildExited
 	deps    int
@@ -46,6 +48,13 @@ type Options struct {
 	// HostPorts hands out new instances' host ports; nil is the kernel's
 	// pick (service.Env's default).
 	HostPorts service.HostPorts
+	// Events and Store, when set, are a previous tree's: a new tree on
+	// them is a daemon restarted on the same journal (its event log,
+	// failed revisions and pending retirements, SVC-33). The tree's quiet
+	// filter (SVC-26) is seeded from the events, as the daemon seeds it
+	// from its log.
+	Events *Events
+	Store  *MemStore
 }
 
 // New starts a tree with no stacks.
@@ -60,8 +69,16 @@ func New(o Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: &Events{},
-		Store: NewMemStore(), exited: make(chan messages.ChildExited, 1)}
+	if o.Events == nil {
+		o.Events = &Events{}
+	}
+	if o.Store == nil {
+		o.Store = NewMemStore()
+	}
+	t := &Tree{Engine: engine, Clock: o.Clock, Driver: o.Driver, Board: supervise.NewBoard(), Events: o.Events,
+		Store: o.Store, exited: make(chan messages.ChildExited, 1)}
+	t.Quiet = supervise.NewQuiet(t.Events)
+	t.Quiet.Seed(t.Events.All())
 	t.Ports = NewPorts()
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)
 	t.Sys.AllowInjectPanic = true // tests inject panics by path (CHS-2)
@@ -71,7 +88,7 @@ func New(o Options) (*Tree, error) {
 		Driver: func(name string) (drivers.Driver, bool) {
 			return drv, name == drv.Name() || name == "" || name == "process"
 		},
-		Ports: t.Ports, HostPorts: o.HostPorts, Events: t.Events, Board: t.Board, Store: t.Store,
+		Ports: t.Ports, HostPorts: o.HostPorts, Events: t.Quiet, Board: t.Board, Store: t.Store, Retirements: t.Store,
 		StepTimeout: 2 * time.Minute, Sweep: o.Sweep, OutputLines: 20,
 	}
 	t.Root = t.Sys.SpawnRoot(supervise.ChildSpec{Name: root.Name, Produce: root.Produce(t.Env, root.Options{}, nil)})
@@ -195,11 +212,13 @@ type MemStore struct {
 	failed   map[string]map[string]bool
 	progress map[string][]int
 	current  map[string]messages.StackDeployment
+	retire   map[string]map[string]service.Retirement // stack/service -> id (SVC-33)
 }
 
 // NewMemStore returns an empty store.
 func NewMemStore() *MemStore {
-	return &MemStore{failed: map[string]map[string]bool{}, progress: map[string][]int{}, current: map[string]messages.StackDeployment{}}
+	return &MemStore{failed: map[string]map[string]bool{}, progress: map[string][]int{}, current: map[string]messages.StackDeployment{},
+		retire: map[string]map[string]service.Retirement{}}
 }
 
 func (m *MemStore) FailedRevisions(stack, svc string) (map[string]bool, error) {
@@ -258,4 +277,36 @@ func (m *MemStore) SetCurrent(stack string, d messages.StackDeployment) {
 	m.mu.Lock()
 	m.current[stack] = d
 	m.mu.Unlock()
+}
+
+var _ service.RetirementStore = (*MemStore)(nil)
+
+// PendingRetirements lists stack/svc's pending retirements (SVC-33).
+func (m *MemStore) PendingRetirements(stack, svc string) ([]service.Retirement, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []service.Retirement
+	for _, r := range m.retire[stack+"/"+svc] {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (m *MemStore) MarkRetirementPending(stack, svc string, r service.Retirement) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := stack + "/" + svc
+	if m.retire[k] == nil {
+		m.retire[k] = map[string]service.Retirement{}
+	}
+	m.retire[k][r.ID] = r
+	return nil
+}
+
+func (m *MemStore) ClearRetirementPending(stack, svc, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.retire[stack+"/"+svc], id)
+	return nil
 }
