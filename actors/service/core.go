@@ -85,6 +85,14 @@ type Rollout struct {
 	Message     string
 }
 
+// atBoundary says whether a deployment may supersede the rollout now
+// (SVC-14): there is none, no batch is in flight, or it paused (a paused
+// rollout has nothing in flight and would otherwise hold a new deployment
+// back for good).
+func (ro *Rollout) atBoundary() bool {
+	return ro == nil || ro.Paused || len(ro.Batch) == 0
+}
+
 // State is everything the planner knows about a service.
 type State struct {
 	Target   Target
@@ -345,7 +353,7 @@ func sameRevision(s State, t Target) (State, []step.Effect) {
 // boundary (SVC-14). A definition whose (deployment, revision) failed before
 // is not rolled out again: with rollback it goes straight to the previous.
 func setTarget(s State, t Target, prev *Target) State {
-	if s.Rollout != nil && len(s.Rollout.Batch) > 0 && s.Rollout.Target.Revision != t.Revision {
+	if !s.Rollout.atBoundary() && s.Rollout.Target.Revision != t.Revision {
 		s.Pending, s.Previous = &t, prev
 		return s
 	}
@@ -366,7 +374,7 @@ func plan(s State, now time.Time) (State, []step.Effect) {
 	if s.Stopped {
 		return s, acts
 	}
-	if s.Pending != nil && (s.Rollout == nil || len(s.Rollout.Batch) == 0) {
+	if s.Pending != nil && s.Rollout.atBoundary() {
 		acts = append(acts, step.Emit{Kind: messages.KindRolloutSuperseded, Level: messages.LevelInfo,
 			Message: fmt.Sprintf("deployment %s supersedes %s", s.Pending.Deployment, s.Target.Deployment)})
 		s.Target, s.Pending, s.Rollout = *s.Pending, nil, nil

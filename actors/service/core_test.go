@@ -306,6 +306,46 @@ func TestSVC14SupersedeAtBatchBoundary(t *testing.T) {
 	}
 }
 
+// SVC-14: a paused rollout is at a batch boundary: a deployment that
+// arrives after the pause supersedes it at once, and one that was waiting
+// for the batch when the rollout paused supersedes it at the next pass (it
+// was held back for good before; found by TestPlannerConvergesProperty).
+func TestSVC14DeploymentSupersedesPausedRollout(t *testing.T) {
+	paused := func(t *testing.T) *world {
+		w := newWorld(t, target("d1", "a", 2, "start-first")).plan().serve("a").plan()
+		prev := w.s.Target
+		w.set(target("d2", "b", 2, "start-first"), &prev)
+		w.plan().want("1:a+ 1:b 2:a+")
+		return w
+	}
+	t.Run("after the pause", func(t *testing.T) {
+		w := paused(t)
+		w.advance(2 * time.Minute).plan().wantEvent(messages.KindRolloutPaused)
+		w.gone().plan()
+		prev := w.s.Target
+		w.set(target("d3", "c", 2, "start-first"), &prev)
+		if w.s.Pending != nil || w.s.Target.Revision != "c" {
+			t.Fatalf("target %s, pending %+v: held back by the paused rollout", w.s.Target.Revision, w.s.Pending)
+		}
+		w.plan().want("1:a+ 1:c 2:a+").wantEvent(messages.KindRolloutStarted)
+		w.serve("c").plan().advance(5 * time.Second).plan().advance(10 * time.Second).plan().gone().plan().serve("c").plan().advance(5 * time.Second).plan().gone()
+		w.want("1:c+ 2:c+")
+	})
+	t.Run("waiting when it paused", func(t *testing.T) {
+		w := paused(t)
+		prev := w.s.Target
+		w.set(target("d3", "c", 2, "start-first"), &prev)
+		if w.s.Pending == nil {
+			t.Fatal("mid-batch deployment did not wait for the boundary")
+		}
+		w.advance(2 * time.Minute).plan().wantEvent(messages.KindRolloutPaused)
+		w.plan().wantEvent(messages.KindRolloutSuperseded)
+		if w.s.Target.Revision != "c" || w.s.Pending != nil {
+			t.Fatalf("target %s pending %+v after the pause", w.s.Target.Revision, w.s.Pending)
+		}
+	})
+}
+
 // SVC-15: after an interrupted rollout an old instance beside a serving
 // current one goes, one of two current instances is kept, and slots above
 // the replica count go, highest first.
@@ -480,9 +520,16 @@ func TestPlannerConvergesProperty(t *testing.T) {
 			w.gone().plan().serve(w.s.Target.Revision).plan().advance(15 * time.Second)
 		}
 		w.plan()
+		// A rollout that paused (SVC-13) keeps the old revision in the
+		// slots it had not reached: that is the rule, not a leftover.
+		kept := ""
+		if ro := w.s.Rollout; ro != nil && ro.Paused {
+			kept = ro.From
+		}
 		perSlot := map[int]int{}
 		for _, r := range w.s.Replicas {
-			if r.Retiring || r.Revision != w.s.Target.Revision || !r.InRotation || r.Slot > w.s.Target.Replicas {
+			current := r.Revision == w.s.Target.Revision || (kept != "" && r.Revision == kept)
+			if r.Retiring || !current || !r.InRotation || r.Slot > w.s.Target.Replicas {
 				rt.Fatalf("left over: %+v (target %s x%d)", r, w.s.Target.Revision, w.s.Target.Replicas)
 			}
 			perSlot[r.Slot]++
