@@ -44,6 +44,9 @@ const (
 	HostWaking   HostState = "waking"
 	HostAwake    HostState = "awake"
 	HostStopping HostState = "stopping"
+	// HostRestarting: the host's actor ended and waits out its
+	// supervisor's backoff; NextAttempt says when it starts again (SUP-21).
+	HostRestarting HostState = "restarting"
 )
 
 // Event kinds of the host domain besides those in event.go.
@@ -143,8 +146,10 @@ type HostStatus struct {
 	Address    string    `json:"address,omitempty"`
 	LeaseEpoch uint64    `json:"lease_epoch,omitempty"`
 	Due        time.Time `json:"due,omitempty"`
-	OwesLease  bool      `json:"owes_release,omitempty"`
-	Pending    string    `json:"pending,omitempty"`
+	// NextAttempt is when a restarting host's actor starts again.
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
+	OwesLease   bool      `json:"owes_release,omitempty"`
+	Pending     string    `json:"pending,omitempty"`
 	// Busy names the operations in flight (a restore, a renew...).
 	Busy      string `json:"busy,omitempty"`
 	LastError string `json:"last_error,omitempty"`

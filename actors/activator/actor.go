@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/host"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
@@ -160,6 +161,9 @@ type Actor struct {
 	s      State
 	ctx    context.Context
 	cancel context.CancelFunc
+	// waiting are the host names standing in the edge table for host
+	// actors that wait out their backoff (SUP-21), by key.
+	waiting map[string]string
 }
 
 func (a *Actor) Receive(c *actor.Context) {
@@ -188,7 +192,8 @@ func (a *Actor) step(e Event) {
 
 func (a *Actor) start() {
 	a.h.TrapShutdown()
-	a.kids = a.h.Supervise(supervise.Options{})
+	a.kids = a.h.Supervise(supervise.Options{OnRestart: a.restarting})
+	a.waiting = map[string]string{}
 	a.timers = supervise.NewTimers(a.h)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if a.env.Store != nil {
@@ -222,6 +227,9 @@ func (a *Actor) load() ([]messages.DueTime, []messages.OwedRelease) {
 }
 
 func (a *Actor) stop() {
+	for key := range a.waiting {
+		a.unwait(key)
+	}
 	if a.cancel != nil {
 		a.cancel()
 	}
@@ -235,6 +243,7 @@ func (a *Actor) perform(f step.Effect) {
 	switch f := f.(type) {
 	case Remember:
 		a.memo.set(f.Key, f.Def)
+		a.kids.SetLadder(f.Key, ladder.ForActors(f.Def.Definition.Engenho))
 	case Forget:
 		a.memo.remove(f.Key)
 	case Spawn:
@@ -247,6 +256,7 @@ func (a *Actor) perform(f step.Effect) {
 		if pid := a.kids.PID(f.Key); pid != nil {
 			a.h.Engine().Send(pid, messages.HostRetire{})
 		} else {
+			a.unwait(f.Key)
 			a.kids.Stop(f.Key, nil)
 		}
 	case Kill:
@@ -278,10 +288,45 @@ func (a *Actor) hostEnv() host.Env {
 func (a *Actor) spawn(f Spawn) {
 	memo, key := a.memo, f.Key
 	p := host.Params{Key: key, Definition: func() messages.HostDefinition { return memo.get(key) }, Owed: f.Owed}
-	spec := supervise.ChildSpec{Name: key, Restart: supervise.Transient, Shutdown: host.ShutdownBudget, Produce: host.Produce(a.hostEnv(), p)}
+	spec := supervise.ChildSpec{Name: key, Restart: supervise.Transient, Shutdown: host.ShutdownBudget, Produce: host.Produce(a.hostEnv(), p),
+		Ladder: ladder.ForActors(memo.get(key).Definition.Engenho)}
 	if err := a.kids.Start(spec); err != nil {
 		a.h.Log().Error().Err(err).Str("host", key).Msg("starting host actor")
 		a.step(SpawnFailed{Key: key})
+	}
+}
+
+// restarting keeps a host whose actor waits out its backoff in status and
+// at the edge: a route with no actor, saying why and when it comes back
+// (SUP-21). The next incarnation's own route replaces it.
+func (a *Actor) restarting(d supervise.Decision) {
+	now := a.h.Clock().Now()
+	if d.Escalated || a.env.Routes == nil || !d.At.After(now) {
+		return
+	}
+	why := string(d.Reason)
+	if d.Err != "" {
+		why += ": " + d.Err
+	}
+	for _, key := range d.Group {
+		def := a.memo.get(key)
+		if h := def.Definition.Hibernate; h != nil && h.Host != "" && a.kids.PID(key) == nil {
+			a.waiting[key] = h.Host
+			a.env.Routes.SetHost(host.WaitingRoute(def, why, d.Failures, d.At, now))
+		}
+	}
+}
+
+// unwait takes down the stand-in route of key, if it still stands (a
+// restarted host actor's own route is never taken down).
+func (a *Actor) unwait(key string) {
+	name, ok := a.waiting[key]
+	if !ok {
+		return
+	}
+	delete(a.waiting, key)
+	if a.kids.PID(key) == nil {
+		a.env.Routes.RemoveHost(name, nil)
 	}
 }
 

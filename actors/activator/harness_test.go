@@ -17,6 +17,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/host"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
@@ -302,6 +303,8 @@ type nodeOpts struct {
 	// slowBusy delays the publishing of a route whose host just began an
 	// operation (a host actor descheduled on a loaded machine).
 	slowBusy time.Duration
+	// ladder is the daemon's supervision.ladder (SUP-20).
+	ladder ladder.Config
 }
 
 func newNode(t testing.TB, name string, store objstore.Store, clk clock.Clock, o nodeOpts) *node {
@@ -332,6 +335,8 @@ func newNode(t testing.TB, name string, store objstore.Store, clk clock.Clock, o
 	n.sys = supervise.NewSystem(eng, clk, zerolog.Nop())
 	n.sys.AllowInjectPanic = true // the tests inject panics (CHS-2)
 	n.sys.OnRootExit = func(m messages.ChildExited) { n.exited <- m }
+	n.sys.Ladder = o.ladder
+	n.sys.OnRestart = func(d supervise.Decision) { n.events.Emit(supervise.RestartEvent(d, clk.Now())) }
 	var routes host.Routes = n.table
 	if o.slowBusy > 0 {
 		routes = &slowRoutes{Table: n.table, delay: o.slowBusy}

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers/clock"
 	objfake "github.com/engenho/engenho/drivers/objstore/fake"
@@ -193,6 +195,70 @@ func panicHost(t *testing.T, n *node, clk *clock.Fake) {
 	n.eng.Send(route.PID, messages.InjectPanic{Reason: "test"})
 	eventually(t, clk, 0, "a new incarnation", func() bool {
 		r, ok := n.table.Host("notes.localhost")
-		return ok && !r.PID.Equals(route.PID)
+		return ok && r.PID != nil && !r.PID.Equals(route.PID)
+	})
+}
+
+// SUP-20, SUP-21 for hosts: a host actor that ended waits out the daemon's
+// supervision.ladder (or its service's own x-engenho.backoff once the file
+// declares one); meanwhile the host stays in status as `restarting` with
+// its next attempt and the edge answers 503 with Retry-After, not 404;
+// then it comes back and resumes awake. A sidecar actor waits out the
+// same ladder, shown restarting in the tree.
+func TestSUP20HostWaitsOnItsLadder(t *testing.T) {
+	clk := clock.NewFake(t0)
+	n := newNode(t, "n1", objfake.New(objfake.Options{Seed: 1}), clk, nodeOpts{
+		ladder: ladder.Config{Immediate: 0, Delays: []time.Duration{9 * time.Second}, Cap: 9 * time.Second, Stable: time.Hour}})
+	n.define(hostDef("web", "notes", "notes.localhost", withSidecar("ticker", "/bin/sh", "-c", "sleep 3600")))
+	eventually(t, clk, 0, "asleep", func() bool { return n.state("notes.localhost") == messages.HostAsleep })
+	if code, _, _ := n.get("notes.localhost", "/count"); code != http.StatusOK {
+		t.Fatalf("wake: %d", code)
+	}
+	waitsAndReturns := func(what string, delay time.Duration) {
+		t.Helper()
+		route, _ := n.table.Host("notes.localhost")
+		n.eng.Send(route.PID, messages.InjectPanic{Reason: "test"})
+		eventually(t, clk, 0, what+": restarting", func() bool { return n.state("notes.localhost") == messages.HostRestarting })
+		r, _ := n.table.Host("notes.localhost")
+		if want := clk.Now().Add(delay); !r.Status.NextAttempt.Equal(want) || r.Status.Stack != "web" || r.Status.Service != "notes" ||
+			!strings.Contains(r.Status.LastError, "panic") {
+			t.Fatalf("%s: status while waiting %+v, want next attempt %s", what, r.Status, want)
+		}
+		code, body, retry := n.get("notes.localhost", "/count")
+		if code != http.StatusServiceUnavailable || retry != strconv.Itoa(int(delay/time.Second)) || !strings.Contains(body, "restarting") {
+			t.Fatalf("%s: edge while waiting: %d %q Retry-After %q", what, code, body, retry)
+		}
+		clk.Advance(delay - time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		if st := n.state("notes.localhost"); st != messages.HostRestarting {
+			t.Fatalf("%s: back before its %s: %s", what, delay, st)
+		}
+		clk.Advance(time.Millisecond)
+		eventually(t, clk, 0, what+": awake again", func() bool { return n.state("notes.localhost") == messages.HostAwake })
+	}
+	waitsAndReturns("on the daemon's ladder", 9*time.Second)
+	own := hostDef("web", "notes", "notes.localhost", withSidecar("ticker", "/bin/sh", "-c", "sleep 3600"), func(s *stackfile.Service) {
+		s.Engenho.Backoff = stackfile.Backoff{Immediate: 0, Delays: []time.Duration{4 * time.Second}, Cap: 4 * time.Second, Declared: true}
+	})
+	n.define(own)
+	waitsAndReturns("on its service's backoff", 4*time.Second)
+	if ev, ok := n.events.last(messages.KindActorRestarted); !ok || ev.Host != "notes.localhost" || ev.Fields["failures"] != "2" {
+		t.Fatalf("actor.restarted event %+v %v", ev, ok)
+	}
+
+	var sidecar string
+	eventually(t, clk, 0, "sidecar running", func() bool {
+		for _, nd := range n.sys.Tree.Snapshot() {
+			if strings.HasSuffix(nd.Path, "/sidecar:ticker") && nd.State == "running" {
+				sidecar = nd.Path
+				return true
+			}
+		}
+		return false
+	})
+	n.eng.Send(n.pid, messages.Deliver{Path: sidecar, Msg: messages.InjectPanic{Reason: "test"}})
+	eventually(t, clk, 0, "sidecar restarting", func() bool {
+		nd, _ := n.sys.Tree.Get(sidecar)
+		return nd.State == "restarting" && nd.NextAttempt.Equal(clk.Now().Add(4*time.Second))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/sidecar"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/objstore"
@@ -241,7 +242,7 @@ func (a *Actor) Receive(c *actor.Context) {
 
 func (a *Actor) start() {
 	a.h.TrapShutdown()
-	a.kids = a.h.Supervise(supervise.Options{})
+	a.kids = a.h.Supervise(supervise.Options{Ladder: ladder.ForActors(a.p.Definition().Definition.Engenho)})
 	a.timers = supervise.NewTimers(a.h)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.def = a.p.Definition()
@@ -367,6 +368,7 @@ func (a *Actor) newDefinition(m messages.HostDefinition) {
 		running = a.wakeDef
 	}
 	a.def = m
+	a.kids.SetDefaultLadder(ladder.ForActors(m.Definition.Engenho))
 	a.step(Definition{Changed: m.Revision != running.Revision, Stopped: m.Stopped})
 }
 

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -22,4 +23,16 @@ type Route struct {
 	WakeTimeout time.Duration
 	// Status is the host's snapshot when the route was published.
 	Status messages.HostStatus
+}
+
+// WaitingRoute stands for a host whose actor ended and waits out its
+// backoff until next (SUP-21): it has no actor to wake (PID nil), its gate
+// stays sealed, and its status says why and when it comes back, so the
+// host stays in status and the edge answers 503 with Retry-After, not 404.
+func WaitingRoute(def messages.HostDefinition, why string, failures int, next, now time.Time) Route {
+	h := def.Definition.Hibernate
+	return Route{Host: h.Host, Stack: def.Stack, Service: def.Service, Gate: NewGate(),
+		Status: messages.HostStatus{Host: h.Host, Stack: def.Stack, Service: def.Service, Revision: def.Revision,
+			Deployment: def.Deployment, State: messages.HostRestarting, Since: now, NextAttempt: next,
+			LastError: fmt.Sprintf("host actor ended (%s), failure %d; it starts again at %s", why, failures, next.UTC().Format(time.RFC3339))}}
 }

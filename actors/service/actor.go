@@ -12,6 +12,7 @@ import (
 
 	"github.com/engenho/engenho/actors/replica"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
@@ -200,6 +201,9 @@ func (a *Actor) config() Config { return coreConfig(a.current.Definition) }
 // core.
 func (a *Actor) define(def messages.ServiceDefinition) Define {
 	a.current = def.Current
+	if a.kids != nil {
+		a.kids.SetDefaultLadder(ladder.ForActors(def.Current.Definition.Engenho))
+	}
 	a.defs[def.Current.Revision] = def.Current.Definition
 	var prev *Target
 	if def.Previous != nil {
@@ -212,7 +216,7 @@ func (a *Actor) define(def messages.ServiceDefinition) Define {
 
 func (a *Actor) start() {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	a.kids = a.h.Supervise(supervise.Options{})
+	a.kids = a.h.Supervise(supervise.Options{Ladder: ladder.ForActors(a.current.Definition.Engenho)})
 	drv, ok := a.env.Driver(a.current.Definition.Driver)
 	if !ok {
 		a.h.Exit(messages.ExitError, fmt.Errorf("service %s/%s: driver %q is not available", a.stack, a.name, a.current.Definition.Driver))

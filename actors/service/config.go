@@ -29,18 +29,12 @@ func coreConfig(svc stackfile.Service) Config {
 	return Config{UnhealthyAfter: svc.Engenho.UnhealthyEventAfter, DependsOn: svc.DependsOn}
 }
 
-// LadderConfig maps a service's backoff onto the ladder (SUP-10).
-func LadderConfig(e stackfile.Engenho) ladder.Config {
-	return ladder.Config{Immediate: e.Backoff.Immediate, Delays: e.Backoff.Delays, Cap: e.Backoff.Cap,
-		Jitter: e.Backoff.Jitter, Stable: e.Stable}
-}
-
 // replicaConfig is what every replica of svc is configured with.
 func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 	rp := svc.Deploy.RestartPolicy
 	return replica.Config{
 		Probe:  svc.ProbeConfig(),
-		Ladder: LadderConfig(svc.Engenho),
+		Ladder: ladder.OfService(svc.Engenho),
 		Policy: replica.Policy{
 			Condition: rp.Condition, MaxAttempts: rp.MaxAttempts, Window: rp.Window,
 			UnhealthyThreshold:    svc.Engenho.UnhealthyThreshold,

@@ -4,6 +4,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/messages/step"
 )
@@ -97,7 +98,8 @@ func (a *Actor) apply(d messages.ApplyStack) {
 	a.desired = d
 	def := d.Current.Definition
 	for _, name := range def.Order {
-		if svc := def.Services[name]; svc.Hibernate != nil || svc.Standalone() {
+		svc := def.Services[name]
+		if svc.Hibernate != nil || svc.Standalone() {
 			a.hosts[name] = true
 			a.toRoot(messages.HostDefinition{Stack: d.Stack, Service: name, Deployment: d.Current.ID,
 				Revision: d.Current.Revision(name), Definition: svc, Stopped: d.Stopped[name]})
@@ -105,12 +107,14 @@ func (a *Actor) apply(d messages.ApplyStack) {
 		}
 		msg := a.definition(name)
 		if a.known[name] {
+			a.kids.SetLadder(childName(name), ladder.ForActors(svc.Engenho))
 			a.send(name, msg)
 			a.send(name, messages.ServiceIntent{Stopped: d.Stopped[name]})
 			continue
 		}
 		a.known[name] = true
-		if err := a.kids.Start(supervise.ChildSpec{Name: childName(name), Restart: supervise.Transient, Produce: a.produceService(name)}); err != nil {
+		spec := supervise.ChildSpec{Name: childName(name), Restart: supervise.Transient, Produce: a.produceService(name), Ladder: ladder.ForActors(svc.Engenho)}
+		if err := a.kids.Start(spec); err != nil {
 			a.h.Log().Error().Err(err).Str("service", name).Msg("starting service actor")
 		}
 	}

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	Strategy  Strategy
 	Intensity Intensity     // DefaultIntensity when zero
-	Ladder    ladder.Config // ladder.Default when zero; paces restarts
+	Ladder    ladder.Config // the System's ladder when zero; paces restarts
 	// OnRestart, when set, is told of every restart decision (SUP-18).
 	OnRestart func(Decision)
 }
@@ -28,6 +28,9 @@ type Decision struct {
 	Failures int
 	At       time.Time // when the restart runs
 	Group    []string  // every child the strategy restarts
+	// Escalated: the supervisor gave up instead (SUP-8); Actor is the
+	// supervisor, Err says why, and nothing restarts.
+	Escalated bool
 }
 
 type child struct {
@@ -76,9 +79,7 @@ func newChildren(cl *cell, opts Options) *Children {
 	if opts.Intensity == (Intensity{}) {
 		opts.Intensity = DefaultIntensity()
 	}
-	if opts.Ladder.Cap == 0 {
-		opts.Ladder = ladder.Default()
-	}
+	opts.Ladder = cl.sys.ladderOr(opts.Ladder)
 	return &Children{cell: cl, opts: opts, byName: map[string]*child{}, ledger: ladder.NewLedger(opts.Ladder, cl.gen), pending: map[uint64]pendingRestart{}}
 }
 
@@ -165,6 +166,9 @@ func (k *Children) Ledger() map[string]messages.Ledger { return k.ledger.Snapsho
 func (k *Children) find(name string) *child { return k.byName[name] }
 
 func (k *Children) remove(ch *child) {
+	if !ch.running {
+		k.cell.sys.Tree.remove(ch.path, ch.gen)
+	}
 	delete(k.byName, ch.spec.Name)
 	for i, c := range k.order {
 		if c == ch {
@@ -230,15 +234,16 @@ func (k *Children) failed(ch *child, m messages.ChildExited) {
 		k.escalate(ch, m)
 		return
 	}
-	if now.Sub(ch.startedAt) >= k.opts.Ladder.Stable {
+	cfg := k.ladderOf(ch)
+	if now.Sub(ch.startedAt) >= cfg.Stable {
 		k.ledger.Forget(ch.spec.Name) // it had been stable for the window (SUP-11)
 	}
-	d := k.ledger.Fail(ch.spec.Name, now, string(m.Reason))
+	d := k.ledger.FailWith(cfg, ch.spec.Name, now, string(m.Reason))
 	stopNames, group := restartPlan(k.opts.Strategy, k.Names(), ch.spec.Name)
 	k.report(Decision{Actor: ch.path, Reason: m.Reason, Err: m.Err, Failures: d.Failures, At: d.At, Group: group})
 	k.enqueue(func() {
 		k.runStop(k.running(stopNames), func() {
-			k.scheduleStart(group, d.Delay)
+			k.scheduleStart(group, d.Delay, ch.spec.Name, d.Failures, string(m.Reason))
 			k.finishOp(nil)
 		})
 	})
@@ -254,11 +259,38 @@ func restartable(r RestartType, reason messages.ExitReason) bool {
 	return false
 }
 
+// ladderOf is the ladder that paces ch's restarts (SUP-20).
+func (k *Children) ladderOf(ch *child) ladder.Config {
+	if ch.spec.Ladder.Cap != 0 {
+		return ch.spec.Ladder
+	}
+	return k.opts.Ladder
+}
+
+// SetLadder changes the ladder of child name for its next failures (a
+// service's x-engenho.backoff changed); its history is kept.
+func (k *Children) SetLadder(name string, cfg ladder.Config) {
+	if ch := k.find(name); ch != nil {
+		ch.spec.Ladder = cfg
+	}
+}
+
+// SetDefaultLadder changes the ladder of every child without one of its
+// own (the zero Config: the System's); histories are kept.
+func (k *Children) SetDefaultLadder(cfg ladder.Config) {
+	k.opts.Ladder = k.cell.sys.ladderOr(cfg)
+}
+
 func (k *Children) report(d Decision) {
-	k.cell.handle.log().Warn().Str("child", d.Actor).Str("reason", string(d.Reason)).Str("err", d.Err).
-		Int("failures", d.Failures).Time("next_attempt", d.At).Strs("group", d.Group).Msg("restarting child")
+	if !d.Escalated {
+		k.cell.handle.log().Warn().Str("child", d.Actor).Str("reason", string(d.Reason)).Str("err", d.Err).
+			Int("failures", d.Failures).Time("next_attempt", d.At).Strs("group", d.Group).Msg("restarting child")
+	}
 	if k.opts.OnRestart != nil {
 		k.opts.OnRestart(d)
+	}
+	if k.cell.sys.OnRestart != nil {
+		k.cell.sys.OnRestart(d)
 	}
 }
 
@@ -270,19 +302,51 @@ func (k *Children) escalate(ch *child, m messages.ChildExited) {
 		reason += ": " + m.Err
 	}
 	k.cell.handle.log().Error().Str("child", ch.path).Msg("restart intensity exceeded, escalating")
+	k.report(Decision{Actor: k.cell.path, Reason: messages.ExitEscalated, Err: reason, Escalated: true})
 	k.exiting = true
 	k.cell.handle.Exit(messages.ExitEscalated, nil, append([]string{reason}, m.Chain...)...)
 }
 
-func (k *Children) scheduleStart(group []string, delay time.Duration) {
+func (k *Children) scheduleStart(group []string, delay time.Duration, failed string, failures int, reason string) {
 	if delay <= 0 {
 		k.startGroup(group)
 		return
 	}
+	k.showWaiting(group, delay, failed, failures, reason)
 	k.seq++
 	self, eng, n, name := k.cell.pid, k.cell.sys.Engine, k.seq, group[0]
 	t := k.cell.sys.Clock.AfterFunc(delay, func() { eng.Send(self, messages.RestartDue{Name: name, Seq: n}) })
 	k.pending[n] = pendingRestart{group: group, timer: t}
+}
+
+// showWaiting publishes a node for each child of group while it waits out
+// its backoff, so tree, why and status show it with its next attempt
+// rather than nothing (SUP-21). The next incarnation's own node replaces
+// it; the node carries the dead incarnation's gen, so nothing else does.
+func (k *Children) showWaiting(group []string, delay time.Duration, failed string, failures int, reason string) {
+	now := k.cell.sys.Clock.Now()
+	for _, name := range group {
+		ch := k.find(name)
+		if ch == nil || ch.running {
+			continue
+		}
+		detail := fmt.Sprintf("waiting out its backoff: %s ended (%s), failure %d", failed, reason, failures)
+		if name != failed {
+			detail = fmt.Sprintf("waiting out its backoff: restarted with %s, which ended (%s), failure %d", failed, reason, failures)
+		}
+		k.cell.sys.Tree.publish(Node{Path: ch.path, Gen: ch.gen, State: StateRestarting, Detail: detail,
+			Restarts: ch.restarts, Since: now, NextAttempt: now.Add(delay)})
+	}
+}
+
+// unshowWaiting takes down the waiting nodes of group (the restart was
+// cancelled: the supervisor stops, or the child was removed).
+func (k *Children) unshowWaiting(group []string) {
+	for _, name := range group {
+		if ch := k.find(name); ch != nil && !ch.running {
+			k.cell.sys.Tree.remove(ch.path, ch.gen)
+		}
+	}
 }
 
 func (k *Children) restartDue(m messages.RestartDue) {
@@ -432,6 +496,7 @@ func (k *Children) stopTimedOut(m messages.StopTimedOut) {
 func (k *Children) cancelPending() {
 	for n, p := range k.pending {
 		p.timer.Stop()
+		k.unshowWaiting(p.group)
 		delete(k.pending, n)
 	}
 }

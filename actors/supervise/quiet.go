@@ -29,7 +29,15 @@ func SubjectOf(ev messages.Event) Subject {
 // other event is admitted and becomes the subject's last announcement, so
 // a change of state is announced once, and so is the same state again
 // after an action (a restart) or another state in between.
+//
+// An actor's restart or escalation (actor.*, SUP-18) is about the
+// supervision tree, not the subject's state: it is always announced and
+// leaves the subject's last announcement as it was, so the state a
+// restarted actor derives again is still kept quiet.
 func Admit(last string, ev messages.Event) (next string, admitted bool) {
+	if ev.Kind == messages.KindActorRestarted || ev.Kind == messages.KindActorEscalated {
+		return last, true
+	}
 	if ev.Fingerprint != "" && ev.Fingerprint == last {
 		return last, false
 	}

@@ -28,6 +28,8 @@ func TestSVC26Admit(t *testing.T) {
 		{"another state", "failed", state, "serving", true},
 		{"an action after a state", "serving", action, "", true},
 		{"an action after an action", "", action, "", true},
+		{"an actor restart after a state (SUP-18)", "serving", messages.Event{Kind: messages.KindActorRestarted}, "serving", true},
+		{"an escalation after a state (SUP-18)", "serving", messages.Event{Kind: messages.KindActorEscalated}, "serving", true},
 	}
 	for _, c := range cases {
 		next, ok := Admit(c.last, c.ev)

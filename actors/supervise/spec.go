@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 )
 
 // RestartType says when a child is restarted (SUP-6).
@@ -78,6 +79,10 @@ type ChildSpec struct {
 	Produce  Producer
 	Restart  RestartType
 	Shutdown time.Duration // budget; DefaultShutdown when zero
+	// Ladder paces this child's restarts: a service's own
+	// x-engenho.backoff for the actors of that service (SUP-20). The
+	// supervisor's ladder when zero.
+	Ladder ladder.Config
 }
 
 // DefaultShutdown is a child's shutdown budget when its spec gives none.

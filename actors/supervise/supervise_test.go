@@ -3,12 +3,14 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
 	"github.com/rs/zerolog"
@@ -130,6 +132,12 @@ func newHarness(t *testing.T, opts Options, children ...func(*recorder) ChildSpe
 // newHarnessInjecting is newHarness with AllowInjectPanic set to allow.
 func newHarnessInjecting(t *testing.T, allow bool, opts Options, children ...func(*recorder) ChildSpec) *harness {
 	t.Helper()
+	return newHarnessSys(t, func(s *System) { s.AllowInjectPanic = allow }, opts, children...)
+}
+
+// newHarnessSys is newHarness with the System set up by setup first.
+func newHarnessSys(t *testing.T, setup func(*System), opts Options, children ...func(*recorder) ChildSpec) *harness {
+	t.Helper()
 	engine, err := actor.NewEngine(actor.NewEngineConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +145,7 @@ func newHarnessInjecting(t *testing.T, allow bool, opts Options, children ...fun
 	h := &harness{t: t, engine: engine, clk: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		rec: &recorder{pids: map[string]*actor.PID{}}, exits: make(chan messages.ChildExited, 1)}
 	h.sys = NewSystem(engine, h.clk, zerolog.Nop())
-	h.sys.AllowInjectPanic = allow
+	setup(h.sys)
 	h.sys.OnRootExit = func(m messages.ChildExited) { h.exits <- m }
 	var specs []ChildSpec
 	for _, f := range children {
@@ -178,6 +186,23 @@ func (h *harness) waitFor(want ...string) {
 	time.Sleep(20 * time.Millisecond) // catch anything extra that follows
 	got = append(got, h.rec.take()...)
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		h.t.Fatalf("events:\n got  %v\n want %v", got, want)
+	}
+}
+
+// waitForSet is waitFor for events whose order is not fixed (siblings
+// starting side by side).
+func (h *harness) waitForSet(want ...string) {
+	h.t.Helper()
+	var got []string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && len(got) < len(want) {
+		got = append(got, h.rec.take()...)
+		time.Sleep(2 * time.Millisecond)
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
 		h.t.Fatalf("events:\n got  %v\n want %v", got, want)
 	}
 }
@@ -313,6 +338,75 @@ func TestSUP10LadderPacesActorRestarts(t *testing.T) {
 	h.waitFor("start x")
 }
 
+// SUP-20: the System's ladder (the daemon's supervision.ladder) paces the
+// restarts under every supervisor whose Options name none, at any depth,
+// and a supervisor's own ladder (a service's x-engenho.backoff) wins.
+// SUP-21: while a child waits out its backoff, the tree shows it as
+// restarting with its next attempt; the next incarnation replaces that.
+func TestSUP20ConfiguredLadderAtEveryLevel(t *testing.T) {
+	short := ladder.Config{Immediate: 1, Delays: []time.Duration{10 * time.Second}, Cap: 10 * time.Second, Stable: time.Minute}
+	own := ladder.Config{Immediate: 1, Delays: []time.Duration{30 * time.Second}, Cap: 30 * time.Second, Stable: time.Minute}
+	mid := roomy()
+	svc := roomy()
+	svc.Ladder = own
+	h := newHarnessSys(t, func(s *System) { s.Ladder = short }, roomy(), func(rec *recorder) ChildSpec {
+		return supSpec("mid", mid, rec, Permanent,
+			workerSpec("x", rec, Permanent),
+			supSpec("svc", svc, rec, Permanent, workerSpec("y", rec, Permanent)))
+	})
+	h.waitForSet("start x", "start y", "start svc", "start mid")
+	crash := func(name string, timers int) {
+		h.t.Helper()
+		h.engine.Send(h.rec.pid(name), boom{})
+		h.waitFor("stop "+name, "start "+name) // the first failure: at once
+		h.engine.Send(h.rec.pid(name), boom{})
+		if !h.clk.WaitForTimers(timers, 5*time.Second) {
+			t.Fatalf("%s: no restart timer armed", name)
+		}
+		h.waitFor("stop " + name)
+	}
+	crash("x", 1)
+	n, ok := h.sys.Tree.Get("root/mid/x")
+	if !ok || n.State != StateRestarting || !n.NextAttempt.Equal(h.clk.Now().Add(10*time.Second)) ||
+		!strings.Contains(n.Detail, "failure 2") {
+		t.Fatalf("node of x while it waits: %+v, %v", n, ok)
+	}
+	h.clk.Advance(9 * time.Second)
+	h.clk.Advance(time.Second) // the configured 10s, not the default 1m
+	h.waitFor("start x")
+	if n, _ := h.sys.Tree.Get("root/mid/x"); n.State == StateRestarting {
+		t.Fatalf("still shown waiting after its restart: %+v", n)
+	}
+	crash("y", 1)
+	h.clk.Advance(10 * time.Second)
+	time.Sleep(20 * time.Millisecond)
+	if got := h.rec.take(); len(got) != 0 {
+		t.Fatalf("y restarted on the daemon's ladder: %v", got)
+	}
+	h.clk.Advance(20 * time.Second) // its own 30s
+	h.waitFor("start y")
+}
+
+// SUP-21: a child removed while it waits out its backoff leaves no
+// restarting node behind, and neither does its supervisor's stop.
+func TestSUP21WaitingNodeGoesWithTheRestart(t *testing.T) {
+	short := ladder.Config{Immediate: 0, Delays: []time.Duration{time.Minute}, Cap: time.Minute, Stable: time.Minute}
+	h := newHarnessSys(t, func(s *System) { s.Ladder = short }, roomy(), w("x", Permanent))
+	h.waitFor("start x")
+	h.engine.Send(h.rec.pid("x"), boom{})
+	if !h.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no restart timer armed")
+	}
+	h.waitFor("stop x")
+	if n, ok := h.sys.Tree.Get("root/x"); !ok || n.State != StateRestarting {
+		t.Fatalf("node %+v %v", n, ok)
+	}
+	h.stop()
+	if n, ok := h.sys.Tree.Get("root/x"); ok {
+		t.Fatalf("restarting node outlived its supervisor: %+v", n)
+	}
+}
+
 // SUP-11 for actors: a child that ran stable for the whole window starts
 // its ladder afresh.
 func TestSUP11StableActorResetsLadder(t *testing.T) {
@@ -404,6 +498,90 @@ func TestSUP18RestartDecisionReported(t *testing.T) {
 	}
 	if !got[0].At.Equal(h.clk.Now()) {
 		t.Fatalf("next attempt %s, want now", got[0].At)
+	}
+}
+
+// SUP-20: a child's own ladder (the x-engenho.backoff of the service the
+// actor belongs to) wins over its supervisor's and the System's, and
+// SetLadder changes it for the next failures without losing its history.
+func TestSUP20ChildLadderWins(t *testing.T) {
+	sys := ladder.Config{Immediate: 0, Delays: []time.Duration{10 * time.Second}, Cap: 10 * time.Second, Stable: time.Minute}
+	own := ladder.Config{Immediate: 0, Delays: []time.Duration{3 * time.Second, 6 * time.Second}, Cap: 6 * time.Second, Stable: time.Minute}
+	var mu sync.Mutex
+	var got []Decision
+	h := newHarnessSys(t, func(s *System) {
+		s.Ladder = sys
+		s.OnRestart = func(d Decision) { mu.Lock(); got = append(got, d); mu.Unlock() }
+	}, roomy(), func(rec *recorder) ChildSpec {
+		sp := workerSpec("x", rec, Permanent)
+		sp.Ladder = own
+		return sp
+	})
+	h.waitFor("start x")
+	h.engine.Send(h.rec.pid("x"), boom{})
+	if !h.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no restart timer armed")
+	}
+	h.waitFor("stop x")
+	h.clk.Advance(3 * time.Second) // its own first delay, not the System's 10s
+	h.waitFor("start x")
+	mu.Lock()
+	if len(got) != 1 || !got[0].At.Equal(h.clk.Now()) || got[0].Failures != 1 {
+		t.Fatalf("decisions seen by the System hook: %+v", got)
+	}
+	mu.Unlock()
+}
+
+// SUP-18: the System's hook hears every supervisor's decisions, and an
+// escalation as one that names the supervisor that gave up; RestartEvent
+// makes each an event naming the actor, reason, failures and next attempt.
+func TestSUP18SystemHookHearsEveryLevel(t *testing.T) {
+	var mu sync.Mutex
+	var got []Decision
+	in := roomy()
+	in.Intensity = Intensity{MaxRestarts: 1, Period: time.Minute}
+	h := newHarnessSys(t, func(s *System) {
+		s.OnRestart = func(d Decision) { mu.Lock(); got = append(got, d); mu.Unlock() }
+	}, roomy(), func(rec *recorder) ChildSpec {
+		return supSpec("mid", in, rec, Permanent, workerSpec("x", rec, Permanent))
+	})
+	h.waitForSet("start x", "start mid")
+	h.engine.Send(h.rec.pid("x"), boom{})
+	h.waitFor("stop x", "start x")
+	h.engine.Send(h.rec.pid("x"), boom{}) // the second in the window: mid gives up
+	h.waitFor("stop x", "stop mid", "start x", "start mid")
+	mu.Lock()
+	defer mu.Unlock()
+	var paths []string
+	for _, d := range got {
+		paths = append(paths, fmt.Sprintf("%s esc=%v", d.Actor, d.Escalated))
+	}
+	want := []string{"root/mid/x esc=false", "root/mid esc=true", "root/mid esc=false"}
+	if !slices.Equal(paths, want) {
+		t.Fatalf("decisions %v, want %v", paths, want)
+	}
+	ev := RestartEvent(got[0], h.clk.Now())
+	if ev.Kind != messages.KindActorRestarted || ev.Actor != "root/mid/x" || ev.Fields["failures"] != "1" ||
+		ev.Fields["reason"] != string(messages.ExitPanic) || !strings.Contains(ev.Message, "restarting at once") {
+		t.Fatalf("restart event %+v", ev)
+	}
+	if ev := RestartEvent(got[1], h.clk.Now()); ev.Kind != messages.KindActorEscalated || ev.Level != messages.LevelError ||
+		!strings.Contains(ev.Message, "more than 1 restarts") {
+		t.Fatalf("escalation event %+v", ev)
+	}
+}
+
+func TestPathSubject(t *testing.T) {
+	for path, want := range map[string][3]string{
+		"root/stack:shop/service:web/replica:1-ab12": {"shop", "web", ""},
+		"root/activator/host:notes.localhost":        {"", "", "notes.localhost"},
+		"root/activator/host:n.x/sidecar:ticker":     {"", "", "n.x"},
+		"root":                                       {"", "", ""},
+	} {
+		st, sv, h := PathSubject(path)
+		if [3]string{st, sv, h} != want {
+			t.Errorf("%s: %q %q %q, want %v", path, st, sv, h, want)
+		}
 	}
 }
 

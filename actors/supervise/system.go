@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
 	"github.com/rs/zerolog"
@@ -28,8 +29,27 @@ type System struct {
 	// panic (the chaos suite's fault, CHS-2). Off, the message is dropped
 	// with a warning: only the chaos build sets it (daemon Hooks).
 	AllowInjectPanic bool
+	// Ladder paces the actor restarts of every supervisor whose Options
+	// name no ladder of their own: the daemon's supervision.ladder.
+	// ladder.Default when zero.
+	Ladder ladder.Config
+	// OnRestart, when set, is told of every restart decision and
+	// escalation of every supervisor in the tree (SUP-18): the daemon
+	// makes each an event.
+	OnRestart func(Decision)
 
 	gen atomic.Uint64
+}
+
+// ladderOr is cfg, else the System's ladder, else the spec's default.
+func (s *System) ladderOr(cfg ladder.Config) ladder.Config {
+	if cfg.Cap == 0 {
+		cfg = s.Ladder
+	}
+	if cfg.Cap == 0 {
+		cfg = ladder.Default()
+	}
+	return cfg
 }
 
 // NewSystem returns a System on engine.

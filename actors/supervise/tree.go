@@ -14,7 +14,13 @@ type Node struct {
 	Detail   string    `json:"detail,omitempty"`
 	Restarts int       `json:"restarts"`
 	Since    time.Time `json:"since"`
+	// NextAttempt is when an actor in StateRestarting starts again.
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
 }
+
+// StateRestarting is the state of an actor that ended and waits out its
+// supervisor's backoff before its next incarnation starts (SUP-21).
+const StateRestarting = "restarting"
 
 // Tree holds the latest published Node of every live actor. Actors write
 // their own node; readers copy. Nobody waits on an actor to read it.

@@ -117,13 +117,16 @@ func TestSUP1TreeTable(t *testing.T) {
 		{Path: "root/stack:web", State: "running", Since: now.Add(-2 * time.Hour)},
 		{Path: "root/stack:web/service:api", State: "running", Restarts: 1, Detail: "3/3 healthy", Since: now.Add(-5 * time.Minute)},
 		{Path: "root/stack:web/service:api/replica:1-a1", State: "restarting", Detail: "backoff 8s", Since: now.Add(-5 * time.Second)},
+		{Path: "root/stack:web/service:db", State: "restarting", Restarts: 4, Detail: "waiting out its backoff: service:db ended (panic), failure 4",
+			Since: now.Add(-10 * time.Second), NextAttempt: now.Add(50 * time.Second)},
 	}
-	same(t, "tree", formatTree(nodes, now), `ACTOR               STATE       RESTARTS  SINCE  DETAIL       PATH
-root                running     0         2h     -            root
-  stack:web         running     0         2h     -            root/stack:web
-    service:api     running     1         5m     3/3 healthy  root/stack:web/service:api
-      replica:1-a1  restarting  0         5s     backoff 8s   root/stack:web/service:api/replica:1-a1
-  stack:web-2       running     0         1h     -            root/stack:web-2
+	same(t, "tree", formatTree(nodes, now), `ACTOR               STATE       RESTARTS  SINCE  DETAIL                                                        PATH
+root                running     0         2h     -                                                             root
+  stack:web         running     0         2h     -                                                             root/stack:web
+    service:api     running     1         5m     3/3 healthy                                                   root/stack:web/service:api
+      replica:1-a1  restarting  0         5s     backoff 8s                                                    root/stack:web/service:api/replica:1-a1
+    service:db      restarting  4         10s    next attempt in 50s; waiting out its backoff: service:db ...  root/stack:web/service:db
+  stack:web-2       running     0         1h     -                                                             root/stack:web-2
 `)
 	same(t, "empty tree", formatTree(nil, now), "no actors (the runtime is not running)\n")
 }
@@ -147,6 +150,20 @@ SLOT  PHASE     HEALTH     RESTARTS  FAILURES  PENDING  STABLE SINCE  NEXT ATTEM
 3     creating  -          0         0         no       -             -             -
 
 slot 2 last error: start: exit status 1
+`)
+}
+
+// TestSUP21WhyWaitingHost: a hibernating service whose host actor waits
+// out its backoff: the host's state and next attempt, then each waiting
+// actor with its next attempt and why.
+func TestSUP21WhyWaitingHost(t *testing.T) {
+	res := control.WhyResult{Stack: "web", Service: "notes", State: "restarting", Message: "host actor ended (panic: boom), failure 4",
+		Host: &messages.HostStatus{Host: "notes.localhost", State: messages.HostRestarting, Since: now.Add(-10 * time.Second), NextAttempt: now.Add(50 * time.Second)},
+		Waiting: []supervise.Node{{Path: "root/activator/host:notes.localhost", State: "restarting", NextAttempt: now.Add(50 * time.Second),
+			Detail: "waiting out its backoff: host:notes.localhost ended (panic), failure 4"}}}
+	same(t, "why", formatWhy(res, now), `web/notes  restarting: host actor ended (panic: boom), failure 4
+host notes.localhost  restarting since 10s ago, next attempt in 50s
+actor root/activator/host:notes.localhost restarting, next attempt in 50s: waiting out its backoff: host:notes.localhost ended (panic), failure 4
 `)
 }
 

@@ -49,7 +49,11 @@ func formatTree(nodes []supervise.Node, now time.Time) string {
 	for _, n := range sorted {
 		segs := strings.Split(n.Path, "/")
 		name := strings.Repeat("  ", len(segs)-1) + segs[len(segs)-1]
-		t.row(name, n.State, strconv.Itoa(n.Restarts), since(now, n.Since), oneLine(n.Detail, messageWidth), n.Path)
+		detail := n.Detail
+		if n.State == supervise.StateRestarting && !n.NextAttempt.IsZero() {
+			detail = "next attempt " + until(now, n.NextAttempt) + "; " + detail
+		}
+		t.row(name, n.State, strconv.Itoa(n.Restarts), since(now, n.Since), oneLine(detail, messageWidth), n.Path)
 	}
 	return t.String()
 }

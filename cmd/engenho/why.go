@@ -68,8 +68,20 @@ func formatWhy(res control.WhyResult, now time.Time) string {
 		b.WriteString(": " + res.Message)
 	}
 	b.WriteString("\n")
+	if h := res.Host; h != nil {
+		fmt.Fprintf(&b, "host %s  %s since %s", h.Host, h.State, ago(now, h.Since))
+		if !h.NextAttempt.IsZero() {
+			b.WriteString(", next attempt " + until(now, h.NextAttempt))
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range res.Waiting {
+		fmt.Fprintf(&b, "actor %s restarting, next attempt %s: %s\n", n.Path, until(now, n.NextAttempt), n.Detail)
+	}
 	if len(res.Slots) == 0 {
-		b.WriteString("no slots with replicas or failure history\n")
+		if res.Host == nil {
+			b.WriteString("no slots with replicas or failure history\n")
+		}
 		return b.String()
 	}
 	t := newTable()

@@ -608,6 +608,7 @@ func (w *walker) engenho(n *yaml.Node, path string, service func(entry) bool) (E
 		switch e.key {
 		case "backoff":
 			w.backoff(&x.Backoff, e.vn, e.path)
+			x.Backoff.Declared = true
 		case "stable":
 			x.Stable = w.durationOr(e, x.Stable)
 		case "step_timeout":

@@ -426,6 +426,10 @@ type Backoff struct {
 	// Jitter is a fraction in [0, 1]: a wait d becomes a random value in
 	// [d×(1-Jitter), d×(1+Jitter)]. 0 (default) is off, so tests are exact.
 	Jitter float64 `json:"jitter,omitempty"`
+	// Declared: the file has x-engenho.backoff, so it also paces the
+	// restarts of the service's own actors, instead of the daemon's
+	// supervision.ladder (SUP-20).
+	Declared bool `json:"declared,omitempty"`
 }
 
 // Delay is the wait before the retry that follows the failures-th

@@ -80,6 +80,11 @@ type WhyResult struct {
 	State   messages.ServiceState `json:"state"`
 	Message string                `json:"message,omitempty"`
 	Slots   []WhySlot             `json:"slots"`
+	// Host is the service's hibernating host, when it has one.
+	Host *messages.HostStatus `json:"host,omitempty"`
+	// Waiting are the service's actors that ended and wait out their
+	// supervisor's backoff, with their next attempt (SUP-21).
+	Waiting []supervise.Node `json:"waiting,omitempty"`
 }
 
 // WhySlot is one slot's ledger entry and its replica's state.

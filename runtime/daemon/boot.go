@@ -268,6 +268,7 @@ func (d *Daemon) startTree() (func(), error) {
 	rt.balancer = balancer.New(balancer.Options{Clock: d.clk, Logger: d.log.With().Str("part", "balancer").Logger()})
 	rt.sys = supervise.NewSystem(engine, d.clk, d.log.Logger)
 	rt.sys.AllowInjectPanic = d.allowInjectPanic(s)
+	rt.sys.Ladder = s.Ladder
 	rt.sys.OnRootExit = func(m messages.ChildExited) { rt.rootExited(d, m) }
 	env := service.Env{
 		Driver: func(name string) (drivers.Driver, bool) {
@@ -278,6 +279,7 @@ func (d *Daemon) startTree() (func(), error) {
 		Retirements: journalRetirements{p.journal},
 		Bin:         d.opts.Bin, StepTimeout: s.StepTimeout, Sweep: s.Sweep, OutputLines: 20,
 	}
+	rt.sys.OnRestart = func(dec supervise.Decision) { env.Events.Emit(supervise.RestartEvent(dec, d.clk.Now())) }
 	rt.routes = edge.NewTable()
 	for _, m := range p.desired {
 		rt.routes.SetStack(m.Current.Definition)

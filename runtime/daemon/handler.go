@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/journal"
@@ -142,11 +143,14 @@ func (h *handler) Why(_ context.Context, args control.WhyArgs) (control.WhyResul
 	if err != nil {
 		return control.WhyResult{}, err
 	}
+	res := control.WhyResult{Stack: args.Stack, Service: args.Service}
+	res.Host = hostOfService(rt.routes.Hosts(), args.Stack, args.Service)
+	res.Waiting = waitingActors(rt.sys.Tree.Snapshot(), args.Stack, args.Service, res.Host)
 	svc, ok := rt.board.Service(args.Stack, args.Service)
 	if !ok {
-		return control.WhyResult{}, control.Errorf(control.CodeNotFound, "no service %s/%s", args.Stack, args.Service)
+		return whyWithoutBoard(res)
 	}
-	res := control.WhyResult{Stack: args.Stack, Service: args.Service, State: svc.State, Message: svc.Message}
+	res.State, res.Message = svc.State, svc.Message
 	for _, r := range svc.Replicas {
 		if args.Slot != 0 && r.Slot != args.Slot {
 			continue
@@ -158,6 +162,49 @@ func (h *handler) Why(_ context.Context, args control.WhyArgs) (control.WhyResul
 		return res, control.Errorf(control.CodeNotFound, "no replica in slot %d of %s/%s", args.Slot, args.Stack, args.Service)
 	}
 	return res, nil
+}
+
+// whyWithoutBoard answers for a service with no status on the board: a
+// hibernating host, or a service whose actor waits out its backoff
+// (SUP-21). Neither is not_found.
+func whyWithoutBoard(res control.WhyResult) (control.WhyResult, error) {
+	switch {
+	case res.Host != nil:
+		res.State = messages.ServiceState(res.Host.State)
+		res.Message = res.Host.LastError
+	case len(res.Waiting) > 0:
+		res.State = messages.ServiceState(supervise.StateRestarting)
+		res.Message = res.Waiting[0].Detail
+	default:
+		return res, control.Errorf(control.CodeNotFound, "no service %s/%s", res.Stack, res.Service)
+	}
+	return res, nil
+}
+
+// hostOfService is the hibernating host of stack/service, if it has one.
+func hostOfService(hosts []messages.HostStatus, stack, service string) *messages.HostStatus {
+	for _, h := range hosts {
+		if h.Stack == stack && h.Service == service {
+			return &h
+		}
+	}
+	return nil
+}
+
+// waitingActors are the actors of stack/service (its service actor and
+// replicas, or its host and sidecars) that wait out their backoff.
+func waitingActors(nodes []supervise.Node, stack, service string, host *messages.HostStatus) []supervise.Node {
+	var out []supervise.Node
+	for _, n := range nodes {
+		if n.State != supervise.StateRestarting {
+			continue
+		}
+		st, sv, h := supervise.PathSubject(n.Path)
+		if (st == stack && sv == service) || (host != nil && h == host.Host) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (h *handler) Events(ctx context.Context, args control.EventsArgs, send func(messages.Event) error) (control.EventsResult, error) {

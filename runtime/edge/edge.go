@@ -184,6 +184,10 @@ func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route host.Rout
 		unavailable(w, DefaultRetryAfter, "host is asleep")
 		return
 	}
+	if route.PID == nil && route.Status.State == messages.HostRestarting {
+		unavailable(w, route.Status.NextAttempt.Sub(e.opts.Clock.Now()), "host is restarting; try again")
+		return
+	}
 	wait := route.WakeTimeout
 	if wait <= 0 {
 		wait = messages.DefaultWakeTimeout

@@ -59,10 +59,11 @@ func (t *Table) SetHost(r host.Route) {
 }
 
 // RemoveHost drops the route of host name if it is still the one pid published (a
-// successor's route is kept).
+// successor's route, or a stand-in for a restarting host, is kept); a nil
+// pid drops whatever route name has.
 func (t *Table) RemoveHost(name string, pid *actor.PID) {
 	t.update(func(n *routes) {
-		if r, ok := n.hosts[name]; ok && (pid == nil || r.PID.Equals(pid)) {
+		if r, ok := n.hosts[name]; ok && (pid == nil || (r.PID != nil && r.PID.Equals(pid))) {
 			delete(n.hosts, name)
 		}
 	})

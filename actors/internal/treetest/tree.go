@@ -11,6 +11,7 @@ import (
 	"github.com/engenho/engenho/actors/root"
 	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/actors/supervise/ladder"
 	"github.com/engenho/engenho/configs/stackfile"
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
@@ -55,6 +56,9 @@ type Options struct {
 	// from its log.
 	Events *Events
 	Store  *MemStore
+	// Ladder is the daemon's supervision.ladder: it paces every actor
+	// restart that no service's own backoff does (SUP-20).
+	Ladder ladder.Config
 }
 
 // New starts a tree with no stacks.
@@ -83,6 +87,8 @@ func New(o Options) (*Tree, error) {
 	t.Sys = supervise.NewSystem(engine, o.Clock, o.Log)
 	t.Sys.AllowInjectPanic = true // tests inject panics by path (CHS-2)
 	t.Sys.OnRootExit = func(m messages.ChildExited) { t.exited <- m }
+	t.Sys.Ladder = o.Ladder
+	t.Sys.OnRestart = func(d supervise.Decision) { t.Quiet.Emit(supervise.RestartEvent(d, o.Clock.Now())) }
 	drv := o.Driver
 	t.Env = service.Env{
 		Driver: func(name string) (drivers.Driver, bool) {

@@ -30,7 +30,13 @@ func (l *Ledger) SetConfig(cfg Config) { l.cfg = cfg }
 
 // Fail charges a failure to key.
 func (l *Ledger) Fail(key string, now time.Time, reason string) Decision {
-	e, d := Fail(l.cfg, l.entries[key], now, reason, l.rnd)
+	return l.FailWith(l.cfg, key, now, reason)
+}
+
+// FailWith charges a failure to key, paced by cfg instead of the ledger's
+// config (a child with a ladder of its own, SUP-20).
+func (l *Ledger) FailWith(cfg Config, key string, now time.Time, reason string) Decision {
+	e, d := Fail(cfg, l.entries[key], now, reason, l.rnd)
 	l.entries[key] = e
 	return d
 }
