@@ -174,7 +174,11 @@ func (c *campaign) campaign(ctx context.Context) error {
 		}
 		if res.Injected && !res.Recovered || !res.Injected && len(res.Violation) > 0 {
 			if err := c.heal(ctx); err != nil {
-				c.rep.Aborted = fmt.Sprintf("after fault %d the node did not recover: %v", f.Seq, err)
+				if ctx.Err() != nil {
+					c.rep.Aborted = fmt.Sprintf("interrupted while healing after fault %d", f.Seq)
+					return ctx.Err()
+				}
+				c.rep.Aborted = fmt.Sprintf("after fault %d the nodes did not recover: %v", f.Seq, err)
 				c.printf("chaos: ABORTED: %s\n", c.rep.Aborted)
 				return nil
 			}
@@ -214,7 +218,11 @@ func (c *campaign) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
-	c.stacks = stackSet{run: c.run, webPort: ports[0], boxPort: ports[1], incus: c.comps.incus, gen: 1, webReps: 3}
+	c.stacks = stackSet{run: c.run, webPort: ports[0], boxPort: ports[1], incus: c.comps.incus, gen: 1, webReps: 3,
+		hbDir: filepath.Join(work, "heartbeats")}
+	if err := os.Mkdir(c.stacks.hbDir, 0o755); err != nil {
+		return fmt.Errorf("%w: %v", ErrSetup, err)
+	}
 	c.want = c.stacks.want()
 	if c.a, err = c.newNode("a", c.sc.Plant); err != nil {
 		return err
@@ -345,22 +353,44 @@ func (c *campaign) nodeConfig(name, objstore, edge string, incus bool) []byte {
 `, name, low, low+199, drv, objstore, edgeKey)
 }
 
-// heal brings the node back after a fault it did not recover from, so
-// the campaign can go on: disarm every rule, restore the config, relaunch
-// a dead daemon, and wait once more.
+// heal brings every node back after a fault one did not recover from,
+// so the campaign can go on: on node a and on each host pair's nodes,
+// disarm every rule, restore the config and relaunch a dead daemon; then
+// wait once more for node a to converge and for each pair's host to
+// serve.
 func (c *campaign) heal(ctx context.Context) error {
-	c.printf("chaos: healing the node before the next fault\n")
-	_ = c.a.writeConfig()
-	if !c.a.alive() {
-		if err := c.a.launch(); err != nil {
-			return err
+	c.printf("chaos: healing the nodes before the next fault\n")
+	for _, n := range c.allNodes() {
+		if n == c.fresh {
+			continue
+		}
+		_ = n.writeConfig()
+		if !n.alive() {
+			if err := n.launch(); err != nil {
+				return fmt.Errorf("relaunching node %s: %w", n.name, err)
+			}
 		}
 	}
 	c.healJournal(ctx)
-	_, _ = c.a.chaos(ctx, control.ChaosArgs{Kind: "clear"})
+	for _, n := range c.allNodes() {
+		if n != c.fresh {
+			_, _ = n.chaos(ctx, control.ChaosArgs{Kind: "clear"})
+		}
+	}
 	ok, _, vs, _ := c.await(ctx, c.a, c.clk.Now(), awaitSpec{bound: time.Minute})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if !ok {
-		return fmt.Errorf("still violated: %v", vs)
+		return fmt.Errorf("node a still violates: %v", vs)
+	}
+	for _, p := range c.pairs {
+		if ok, _, vs := c.awaitHost(ctx, p, 0, c.clk.Now(), time.Minute); !ok {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("host pair %s still violates: %v", p.service(), vs)
+		}
 	}
 	return nil
 }

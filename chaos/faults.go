@@ -25,8 +25,10 @@ type injected struct {
 	detail  string
 	touched []string // services whose every slot the fault may change; "svc/slot" for one slot
 	witness func(observation) bool
-	acks    []invariant.Ack
-	cleanup func(ctx context.Context) string // disarm; returns a note
+	// mayBeInvisible: the fault may take no visible effect (see awaitSpec).
+	mayBeInvisible bool
+	acks           []invariant.Ack
+	cleanup        func(ctx context.Context) string // disarm; returns a note
 	// violations seen while injecting (a host's visit count).
 	violations []invariant.Violation
 }
@@ -106,7 +108,8 @@ func (c *campaign) runFaultOnce(ctx context.Context, f schedule.Fault) report.Re
 		res.Injected = true
 	}
 	res.Target, res.Detail = inj.target, inj.detail
-	spec := awaitSpec{bound: c.sc.boundOf(f.Kind), witness: inj.witness, acks: inj.acks, before: &before, touched: inj.isTouched}
+	spec := awaitSpec{bound: c.sc.boundOf(f.Kind), witness: inj.witness, mayBeInvisible: inj.mayBeInvisible, acks: inj.acks,
+		before: &before, touched: inj.isTouched}
 	if !res.Injected {
 		spec.witness = nil
 	}
@@ -306,9 +309,11 @@ func (c *campaign) injectPanic(ctx context.Context, f schedule.Fault, before obs
 		inj.witness = func(o observation) bool { return o.status.Daemon.Lifecycle.Epoch > epoch }
 		return nil
 	}
+	// Seen once the actor was restarted, or is gone (its parent retired
+	// it meanwhile: a replaced replica).
 	inj.witness = func(o observation) bool {
 		now, ok := o.treeNode(path)
-		return ok && (now.Gen != prev.Gen || now.Restarts > prev.Restarts) || o.status.Daemon.Lifecycle.Epoch > epoch
+		return !ok || now.Gen != prev.Gen || now.Restarts > prev.Restarts || o.status.Daemon.Lifecycle.Epoch > epoch
 	}
 	return nil
 }

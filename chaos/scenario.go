@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/engenho/engenho/chaos/inject"
+	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/schedule"
 )
 
@@ -70,7 +71,7 @@ var soakMix = func() schedule.Mix {
 
 var scenarios = map[string]Scenario{
 	"ci":    {Name: "ci", Doc: "the CI campaign: every fault kind the machine can run", Mix: fullMix, IntentEvery: 20},
-	"soak":  {Name: "soak", Doc: "a long campaign: the CI mix, more intents", Mix: fullMix, IntentEvery: 35},
+	"soak":  {Name: "soak", Doc: "a long campaign: the soak mix (the slow faults weighed up), more intents", Mix: soakMix, IntentEvery: 35},
 	"smoke": {Name: "smoke", Doc: "a short mix for the integration test", Mix: fullMix, IntentEvery: 25},
 	"journal": {Name: "journal", Doc: "journal faults only: damaged and read-only journals, each recovered as an operator would",
 		Mix: schedule.Mix{schedule.JournalCorrupt: 3, schedule.JournalReadonly: 1}, NoHosts: true},
@@ -84,6 +85,12 @@ var scenarios = map[string]Scenario{
 	"selftest-journal": {Name: "selftest-journal", Doc: "self-test: a daemon that opens a damaged journal unchecked must be caught",
 		Mix: schedule.Mix{schedule.JournalCorrupt: 1}, Plant: inject.PlantSkipJournalCheck,
 		Expect: []string{"operator-told"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
+	"selftest-exit": {Name: "selftest-exit", Doc: "self-test: a daemon that never learns a workload died (it goes on calling it serving) must be caught",
+		Mix: schedule.Mix{schedule.WorkloadKill: 1}, Plant: inject.PlantHideExit + ":jobs-worker-",
+		Expect: []string{invariant.ServingIsRunning}, MaxBound: 20 * time.Second, StopAtFirst: true, NoHosts: true},
+	"selftest-panic": {Name: "selftest-panic", Doc: "self-test: a daemon whose actors drop injected panics (a fault with no effect) must be caught",
+		Mix: schedule.Mix{schedule.PanicService: 1, schedule.PanicReplica: 1}, Plant: inject.PlantDropPanic,
+		Expect: []string{invariant.FaultEffect}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
 	"selftest-stop": {Name: "selftest-stop", Doc: "self-test: a daemon whose stop does nothing must be caught",
 		Mix: schedule.Mix{schedule.WorkloadKill: 1}, IntentEvery: 100, Plant: inject.PlantStopNoop + ":jobs-worker-",
 		Expect: []string{"stopped-intent"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},

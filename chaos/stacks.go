@@ -43,6 +43,10 @@ type stackSet struct {
 	incus   bool
 	gen     int // bumped by each redeploy of shop/web (a new revision)
 	webReps int // shop/web's replicas in the file
+	// hbDir holds shop/cache's heartbeat files: its probe fails once the
+	// workload stops touching its own (a dead or hung workload never
+	// passes for a live one).
+	hbDir string
 }
 
 func (s stackSet) shop() string {
@@ -63,16 +67,16 @@ services:
       update_config: {parallelism: 1, order: start-first, failure_action: pause, monitor: 500ms}
     stop_grace_period: 2s
 %s  cache:
-    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
-    env: {CHAOS_RUN: %q}
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do touch \"$$CHAOS_HB/$$ENGENHO_INSTANCE\"; sleep 1; done"]
+    env: {CHAOS_RUN: %q, CHAOS_HB: %q}
     healthcheck:
-      test: ["CMD", "/bin/true"]
+      test: ["CMD", "/bin/sh", "-c", "test $$(( $$(date +%%s) - $$(stat -c %%Y \"$$CHAOS_HB/$$ENGENHO_INSTANCE\") )) -lt 3"]
       interval: 1s
       timeout: 1s
       retries: 2
       start_interval: 100ms
     stop_grace_period: 1s
-%s`, s.run, s.gen, s.webPort, s.webReps, ladderBlock, s.run, ladderBlock)
+%s`, s.run, s.gen, s.webPort, s.webReps, ladderBlock, s.run, s.hbDir, ladderBlock)
 }
 
 func (s stackSet) jobs() string {

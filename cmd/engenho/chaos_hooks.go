@@ -67,7 +67,7 @@ func newChaosHooks(log *logging.Logger) *daemon.Hooks {
 	return &daemon.Hooks{
 		WrapDriver:       func(d drivers.Driver) drivers.Driver { return inject.WrapDriver(d, r.faults()) },
 		WrapStore:        func(s objstore.Store, prefix string) objstore.Store { return inject.WrapStore(s, prefix, r.faults()) },
-		AllowInjectPanic: true,
+		AllowInjectPanic: r.faults().Plant().Kind() != inject.PlantDropPanic,
 		SkipJournalCheck: func() bool { return r.faults().Plant().Kind() == inject.PlantSkipJournalCheck },
 		Ops: map[string]daemon.OpFunc{
 			chaosPanic:       chaosPanicOp,
