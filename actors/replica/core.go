@@ -356,8 +356,8 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 		return s, nil // nothing new
 	case s.Running && !ours:
 		// Restarted by something else (SVC-9): out of rotation until it is
-		// verified healthy again.
-		fx := []step.Effect{step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
+		// verified healthy again. Its end is watched like any run's.
+		fx := []step.Effect{StartWatch{}, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
 		s = run(cfg, s, st.StartedAt, now)
 		if !cfg.Probe.Enabled() {
 			var more []step.Effect
@@ -370,10 +370,11 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	// fixed (charge nothing, SVC-8).
 	_ = afterFailed
 	s = run(cfg, s, st.StartedAt, now)
-	var fx []step.Effect
-	if adopting {
-		fx = append(fx, StartWatch{})
-	}
+	// Every run this incarnation learns of is watched, adopted or not: a
+	// replica actor restarted (SUP-9) finds its instance by inspecting it,
+	// and without a watch of its own it would learn of an exit only from
+	// a sweep, or later still when that inspection fails.
+	fx := []step.Effect{StartWatch{}}
 	if s.restarting {
 		s.restarting = false
 		fx = append(fx, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelInfo,
