@@ -73,9 +73,11 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 		svc.StaleSecrets = rt.secrets.staleSecrets(svc)
 		res.Services = append(res.Services, svc)
 	}
-	for _, h := range rt.routes.Hosts() {
-		if args.Stack == "" || h.Stack == args.Stack {
-			res.Hosts = append(res.Hosts, h)
+	now := h.d.clk.Now()
+	for _, hs := range rt.routes.Hosts() {
+		if args.Stack == "" || hs.Stack == args.Stack {
+			hs.Fenced = hs.FencedAt(now)
+			res.Hosts = append(res.Hosts, hs)
 		}
 	}
 	if args.Stack != "" && len(res.Stacks) == 0 && len(res.Services) == 0 {
