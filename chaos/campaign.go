@@ -44,6 +44,8 @@ type Options struct {
 	Require []string
 	// Plant overrides the scenario's planted bug (self-test).
 	Plant *inject.Plant
+	// Kinds, when set, keeps only these kinds of the scenario's mix.
+	Kinds []string
 	// Verbose prints what a wait for recovery is still waiting for.
 	Verbose bool
 	// Clock is the wall clock unless a test gives another.
@@ -113,6 +115,9 @@ func newCampaign(opts Options) (*campaign, error) {
 	if opts.Plant != nil {
 		sc.Plant = *opts.Plant
 	}
+	if sc, err = sc.only(opts.Kinds); err != nil {
+		return nil, fmt.Errorf("%w: --kinds: %v", ErrSetup, err)
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.New()
 	}
@@ -157,7 +162,11 @@ func (c *campaign) campaign(ctx context.Context) error {
 		c.rep.Schedule = append(c.rep.Schedule, strings.TrimSpace(f.String()))
 	}
 	c.printf("chaos: scenario %s, seed %d, %d faults, schedule %s\n", c.sc.Name, c.opts.Seed, len(faults), c.rep.Fingerprint)
-	c.printf("chaos: replay with: engenho chaos run --scenario %s --seed %d --faults %d\n", c.sc.Name, c.opts.Seed, c.opts.Faults)
+	kinds := ""
+	if len(c.opts.Kinds) > 0 {
+		kinds = " --kinds " + strings.Join(c.opts.Kinds, ",")
+	}
+	c.printf("chaos: replay with: engenho chaos run --scenario %s --seed %d --faults %d%s\n", c.sc.Name, c.opts.Seed, c.opts.Faults, kinds)
 	c.printf("chaos: kinds %v\nchaos: schedule:\n%s", c.rep.Kinds, schedule.Format(faults))
 	for _, f := range faults {
 		if err := ctx.Err(); err != nil {
@@ -197,8 +206,8 @@ func (c *campaign) plan() schedule.Plan {
 // count and what the machine has; nothing else (CHS-4).
 func planFor(sc Scenario, seed uint64, faults int, comps components) schedule.Plan {
 	return schedule.Plan{Seed: seed, Faults: faults, Mix: sc.Mix, IntentEvery: sc.IntentEvery,
-		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts},
-		Targets:   append(stackSet{incus: comps.incus}.targets(), comps.hostTargets()...)}
+		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts, schedule.NeedCgroups: comps.cgroups},
+		Targets:   append(stackSet{incus: comps.incus, cgroups: comps.cgroups}.targets(), comps.hostTargets()...)}
 }
 
 // setup checks the machine, starts the node and deploys the stacks.
@@ -218,7 +227,7 @@ func (c *campaign) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
-	c.stacks = stackSet{run: c.run, webPort: ports[0], boxPort: ports[1], incus: c.comps.incus, gen: 1, webReps: 3,
+	c.stacks = stackSet{run: c.run, webPort: ports[0], boxPort: ports[1], incus: c.comps.incus, cgroups: c.comps.cgroups, gen: 1, webReps: 3,
 		hbDir: filepath.Join(work, "heartbeats")}
 	if err := os.Mkdir(c.stacks.hbDir, 0o755); err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/engenho/engenho/chaos/report"
 	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/drivers/cgroup"
 )
 
 // incusSocket is where the campaign looks for incusd.
@@ -24,6 +25,8 @@ type components struct {
 	incusNote string
 	s3        bool
 	s3Note    string
+	cgroups   bool // memory cgroups the process driver can make (root)
+	cgNote    string
 	hosts     bool // the fs host pair runs
 	s3Hosts   bool // the s3 host pair runs
 	hostsNote string
@@ -35,7 +38,7 @@ func (c components) drawn() []string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}} {
+	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}} {
 		if x.on {
 			out = append(out, x.name)
 		}
@@ -54,6 +57,8 @@ func componentsDrawn(names []string) components {
 			c.hosts = true
 		case "s3-hosts":
 			c.s3Hosts = true
+		case "cgroups":
+			c.cgroups = true
 		}
 	}
 	return c
@@ -78,7 +83,22 @@ func detect(ctx context.Context) components {
 	var c components
 	c.incus, c.incusNote = detectIncus(ctx)
 	c.s3, c.s3Note = detectS3(ctx)
+	c.cgroups, c.cgNote = detectCgroups()
 	return c
+}
+
+// detectCgroups says whether the process driver can give a replica a
+// memory limit here (root, a memory controller): workload.oom needs one.
+func detectCgroups() (bool, string) {
+	h, err := cgroup.Detect(cgroup.Options{Root: "engenho-chaos-probe"})
+	if err != nil {
+		return false, err.Error()
+	}
+	defer func() { _ = h.RemoveRoot() }()
+	if err := h.Missing("memory"); err != nil {
+		return false, err.Error()
+	}
+	return true, h.Describe()
 }
 
 func detectIncus(ctx context.Context) (bool, string) {
@@ -137,6 +157,10 @@ func (c components) require(names []string) error {
 			if !c.s3 {
 				missing = append(missing, "s3 ("+c.s3Note+")")
 			}
+		case "cgroups":
+			if !c.cgroups {
+				missing = append(missing, "cgroups ("+c.cgNote+")")
+			}
 		}
 	}
 	if len(missing) > 0 {
@@ -163,6 +187,7 @@ func (c components) list() []report.Component {
 		{Name: "fs", Available: true, Note: "the fs object store (shared by the campaign's nodes)"},
 		{Name: "incus", Available: c.incus, Note: c.incusNote},
 		{Name: "s3", Available: c.s3, Note: s3Note},
+		{Name: "cgroups", Available: c.cgroups, Note: c.cgNote},
 		{Name: "hosts", Available: c.hosts, Note: hostsNote},
 	}
 }

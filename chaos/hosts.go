@@ -341,7 +341,7 @@ func (c *campaign) hostViews(ctx context.Context, p *hostPair) ([]invariant.Host
 			return out, fmt.Errorf("node %s: %w", n.name, err)
 		}
 		for _, h := range st.Hosts {
-			out = append(out, invariant.HostView{Node: n.name, Host: h.Host, State: h.State})
+			out = append(out, invariant.HostView{Node: n.name, Host: h.Host, State: h.State, Fenced: h.Fenced})
 		}
 	}
 	return out, nil
@@ -403,7 +403,7 @@ func (c *campaign) runHostFault(ctx context.Context, f schedule.Fault, res repor
 	checker := x
 	inj := &injected{target: p.nodes[x].name}
 	err = c.injectHost(ctx, f, p, x, inj)
-	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake {
+	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake || f.Kind == schedule.DaemonStopAwake {
 		checker = 1 - x // the other node takes over (ACT-14)
 	}
 	if err != nil {
@@ -445,7 +445,7 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		return sleep(ctx, 2*time.Second)
 	}
 	switch f.Kind {
-	case schedule.PanicHost, schedule.PanicSidecar:
+	case schedule.PanicHost, schedule.PanicSidecar, schedule.PanicActivator:
 		if f.Kind == schedule.PanicSidecar || f.Pick%2 == 0 {
 			if err := wake(); err != nil {
 				return err
@@ -496,6 +496,8 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		return nil
 	case schedule.DaemonKillAwake:
 		return c.injectKillAwake(ctx, f, p, x, inj)
+	case schedule.DaemonStopAwake:
+		return c.injectStopAwake(ctx, f, p, x, inj)
 	case schedule.DaemonKillSleep:
 		if err := wake(); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/lifecycle"
 )
@@ -252,4 +253,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// events reads the last n events of n's journal.
+func (n *node) events(ctx context.Context, last int) ([]messages.Event, error) {
+	var out []messages.Event
+	err := n.call(ctx, func(ctx context.Context, c *control.Client) error {
+		out = out[:0]
+		_, err := c.Events(ctx, control.EventsArgs{Tail: last}, func(ev messages.Event) error {
+			out = append(out, ev)
+			return nil
+		})
+		return err
+	})
+	return out, err
 }

@@ -46,13 +46,13 @@ func (s Scenario) boundOf(k schedule.Kind) time.Duration {
 // when the schedule is drawn.
 var fullMix = schedule.Mix{
 	schedule.PanicRoot: 3, schedule.PanicStack: 4, schedule.PanicService: 8, schedule.PanicReplica: 12,
-	schedule.PanicHost: 3, schedule.PanicSidecar: 2,
-	schedule.WorkloadKill: 16, schedule.IncusKillInit: 4,
+	schedule.PanicHost: 3, schedule.PanicSidecar: 2, schedule.PanicActivator: 2,
+	schedule.WorkloadKill: 14, schedule.IncusKillInit: 4, schedule.WorkloadStop: 4, schedule.WorkloadOOM: 2,
 	schedule.DriverFail: 7, schedule.DriverTimeout: 3, schedule.DriverHang: 2,
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
-	schedule.DaemonKillAwake: 1,
-	schedule.ConfigTruncate:  3, schedule.ConfigHalf: 3,
+	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2,
+	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
 }
@@ -66,6 +66,8 @@ var soakMix = func() schedule.Mix {
 	}
 	m[schedule.DriverHang], m[schedule.LeaseExpire], m[schedule.DaemonKillSleep], m[schedule.DaemonKillAwake] = 4, 4, 4, 4
 	m[schedule.StoreError], m[schedule.StoreConflict] = 4, 4
+	m[schedule.DaemonStopAwake] = 3 // a lease TTL (30s) each: soak only
+	m[schedule.Compound] = 8        // several faults at once (REL-4)
 	return m
 }()
 
@@ -96,6 +98,24 @@ var scenarios = map[string]Scenario{
 		Expect: []string{"stopped-intent"}, MaxBound: 15 * time.Second, StopAtFirst: true, NoHosts: true},
 }
 
+// only keeps of sc's mix the kinds named (engenho chaos run --kinds), each
+// with its weight (1 when the scenario does not weigh it).
+func (sc Scenario) only(kinds []string) (Scenario, error) {
+	if len(kinds) == 0 {
+		return sc, nil
+	}
+	mix := schedule.Mix{}
+	for _, name := range kinds {
+		k := schedule.Kind(name)
+		if !k.Known() {
+			return sc, fmt.Errorf("kind %q: want one of %v", name, schedule.AllKinds())
+		}
+		mix[k] = max(1, sc.Mix[k])
+	}
+	sc.Mix = mix
+	return sc, nil
+}
+
 // LookupScenario finds a scenario by name.
 func LookupScenario(name string) (Scenario, error) {
 	s, ok := scenarios[name]
@@ -119,10 +139,11 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.ConfigTruncate, schedule.ConfigHalf,
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake,
+		schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute
-	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout:
+	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout, schedule.DriverFail, schedule.Compound:
 		return 2 * time.Minute
 	case schedule.PanicRoot:
 		return 90 * time.Second

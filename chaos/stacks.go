@@ -41,6 +41,9 @@ type stackSet struct {
 	webPort int    // the balancer port of shop/web
 	boxPort int    // the balancer port of edge/box (incus)
 	incus   bool
+	// cgroups: shop/web gets a memory limit and its /alloc endpoint
+	// (workload.oom).
+	cgroups bool
 	gen     int // bumped by each redeploy of shop/web (a new revision)
 	webReps int // shop/web's replicas in the file
 	// hbDir holds shop/cache's heartbeat files: its probe fails once the
@@ -49,12 +52,20 @@ type stackSet struct {
 	hbDir string
 }
 
+// webMemory is shop/web's memory limit where the machine has cgroups.
+const webMemory = "64M"
+
 func (s stackSet) shop() string {
+	oom := ""
+	if s.cgroups {
+		oom = `
+      resources: {limits: {memory: ` + webMemory + `}}`
+	}
 	return fmt.Sprintf(`name: shop
 services:
   web:
     command: ["${ENGENHO_BIN}", "demo-http"]
-    env: {CHAOS_RUN: %q, CHAOS_GEN: "%d"}
+    env: {CHAOS_RUN: %q, CHAOS_GEN: "%d", DEMO_ALLOW_ALLOC: "1"}
     ports: ["127.0.0.1:%d:80"]
     healthcheck:
       http: {path: /healthz, port: 80}
@@ -64,7 +75,7 @@ services:
       start_interval: 100ms
     deploy:
       replicas: %d
-      update_config: {parallelism: 1, order: start-first, failure_action: pause, monitor: 500ms}
+      update_config: {parallelism: 1, order: start-first, failure_action: pause, monitor: 500ms}%s
     stop_grace_period: 2s
 %s  cache:
     command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do touch \"$$CHAOS_HB/$$ENGENHO_INSTANCE\"; sleep 1; done"]
@@ -76,7 +87,7 @@ services:
       retries: 2
       start_interval: 100ms
     stop_grace_period: 1s
-%s`, s.run, s.gen, s.webPort, s.webReps, ladderBlock, s.run, s.hbDir, ladderBlock)
+%s`, s.run, s.gen, s.webPort, s.webReps, oom, ladderBlock, s.run, s.hbDir, ladderBlock)
 }
 
 func (s stackSet) jobs() string {
@@ -135,8 +146,8 @@ func (s stackSet) files() [][2]string {
 // targets are the services faults and intents aim at.
 func (s stackSet) targets() []schedule.Target {
 	out := []schedule.Target{
-		{Service: svcWeb, Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true},
-		{Service: svcCache, Driver: "process"},
+		{Service: svcWeb, Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true, Probe: true, MemoryLimit: s.cgroups},
+		{Service: svcCache, Driver: "process", Probe: true},
 		{Service: svcWorker, Driver: "process", Stoppable: true},
 	}
 	if s.incus {

@@ -424,6 +424,9 @@ type HostView struct {
 	Node  string
 	Host  string
 	State messages.HostState
+	// Fenced: the node's lease is past its validity by the node's own
+	// clock, so its gate admits nothing (ACT-14): it does not serve.
+	Fenced bool
 }
 
 // CheckSingleAwake: no host is awake (or stopping, its instance still up)
@@ -431,7 +434,7 @@ type HostView struct {
 func CheckSingleAwake(views []HostView) []Violation {
 	awake := map[string][]string{}
 	for _, v := range views {
-		if v.State == messages.HostAwake || v.State == messages.HostStopping {
+		if (v.State == messages.HostAwake || v.State == messages.HostStopping) && !v.Fenced {
 			awake[v.Host] = append(awake[v.Host], v.Node+" ("+string(v.State)+")")
 		}
 	}

@@ -238,6 +238,12 @@ func TestCHS3SingleAwakeCatches(t *testing.T) {
 	if vs[0].Subject != "h" || !vs[0].Safety {
 		t.Fatalf("%v", vs)
 	}
+	// ACT-14: a node fenced by its own lease clock does not serve, so it
+	// does not count as awake beside the node that took the host over.
+	if vs := CheckSingleAwake([]HostView{{Node: "a", Host: "h", State: messages.HostAwake, Fenced: true},
+		{Node: "b", Host: "h", State: messages.HostAwake}}); len(vs) != 0 {
+		t.Fatalf("a fenced node counted as awake: %v", vs)
+	}
 }
 
 // CHS-3 no checkpoint lost or corrupted.

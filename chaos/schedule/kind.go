@@ -13,9 +13,19 @@ const (
 	PanicReplica Kind = "panic.replica"
 	PanicHost    Kind = "panic.host"
 	PanicSidecar Kind = "panic.sidecar"
+	// PanicActivator panics a host node's activator: every host actor
+	// under it is stopped and started again.
+	PanicActivator Kind = "panic.activator"
 
 	WorkloadKill  Kind = "workload.kill"
 	IncusKillInit Kind = "incus.kill-init"
+	// WorkloadStop SIGSTOPs a workload that has a probe: alive but hung,
+	// its probe must catch it and its replica be restarted.
+	WorkloadStop Kind = "workload.stop"
+	// WorkloadOOM makes a replica with a memory limit allocate past it:
+	// the kernel kills it, and it must come back with the reason
+	// oom-killed (DRV-14).
+	WorkloadOOM Kind = "workload.oom"
 
 	DriverFail    Kind = "driver.fail"
 	DriverTimeout Kind = "driver.timeout"
@@ -32,6 +42,21 @@ const (
 	// DaemonKillAwake SIGKILLs a node while its host is awake and being
 	// written to (ACT-17): no final checkpoint, the other node takes over.
 	DaemonKillAwake Kind = "daemon.kill-awake"
+	// Compound is several faults at once (soak): 2-3 parts from different
+	// families (a workload, a driver rule, a panic, the daemon itself),
+	// injected one right after the other and recovered from together.
+	Compound Kind = "compound"
+	// DaemonStopAwake freezes (SIGSTOP) a host node's daemon while its
+	// host is awake, for longer than the lease's TTL: the other node takes
+	// the host over; thawed, the frozen one must fence itself (ACT-14).
+	DaemonStopAwake Kind = "daemon.stop-awake"
+	// DaemonStop SIGSTOPs node a's daemon for a few seconds, then
+	// SIGCONTs it: the workloads run on untouched and it catches up.
+	DaemonStop Kind = "daemon.stop"
+	// DaemonFDLimit lowers node a's daemon's open-file limit to what it
+	// holds plus a few, floods its socket, then restores the limit: it
+	// never crashes, keeps its workloads, and serves again.
+	DaemonFDLimit Kind = "daemon.fd-limit"
 
 	ConfigTruncate Kind = "config.truncate"
 	ConfigHalf     Kind = "config.half-written"
@@ -52,6 +77,7 @@ const (
 	NeedProcess Need = "process" // the process driver: always there
 	NeedIncus   Need = "incus"   // a local incusd with the busybox image
 	NeedHosts   Need = "hosts"   // a daemon that runs hibernating hosts
+	NeedCgroups Need = "cgroups" // cgroups the process driver can make (memory limits)
 )
 
 // AllKinds lists every kind, sorted.
@@ -66,13 +92,13 @@ func AllKinds() []Kind {
 
 var needs = map[Kind]Need{
 	PanicRoot: NeedProcess, PanicStack: NeedProcess, PanicService: NeedProcess, PanicReplica: NeedProcess,
-	PanicHost: NeedHosts, PanicSidecar: NeedHosts,
-	WorkloadKill: NeedProcess, IncusKillInit: NeedIncus,
+	PanicHost: NeedHosts, PanicSidecar: NeedHosts, PanicActivator: NeedHosts,
+	WorkloadKill: NeedProcess, IncusKillInit: NeedIncus, WorkloadStop: NeedProcess, WorkloadOOM: NeedCgroups,
 	DriverFail: NeedProcess, DriverTimeout: NeedProcess, DriverHang: NeedProcess,
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
-	DaemonKillAwake: NeedHosts,
-	ConfigTruncate:  NeedProcess, ConfigHalf: NeedProcess,
+	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
+	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,
 }

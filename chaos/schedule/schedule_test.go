@@ -17,7 +17,7 @@ func testPlan(seed uint64, n int) Plan {
 	return Plan{Seed: seed, Faults: n, Mix: mix, IntentEvery: 30,
 		Available: map[Need]bool{NeedIncus: true},
 		Targets: []Target{
-			{Service: "shop/web", Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true},
+			{Service: "shop/web", Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true, Probe: true},
 			{Service: "jobs/worker", Driver: "process", Stoppable: true},
 			{Service: "edge/box", Driver: "incus"},
 		}}
@@ -57,12 +57,12 @@ func TestCHS4GoldenSchedule(t *testing.T) {
 	}
 }
 
-const goldenSeed1 = `   1 incus.kill-init      edge/box pick=1667356528
-   2 panic.service        edge/box pick=1127422099
-   3 panic.root           pick=773690051
-   4 driver.hang          shop/web pick=3818854482 count=1 op=inspect
-   5 incus.kill-init      edge/box pick=545857100
-   6 panic.service        edge/box pick=3402224840
+const goldenSeed1 = `   1 config.truncate      pick=1667356528 restart=0
+   2 journal.corrupt      pick=1706415741 damage=manifest-cut
+   3 panic.root           pick=2666596052
+   4 compound             pick=3698891893 {workload.kill shop/web pick=4259990210} {driver.timeout shop/web pick=118004074 count=1 delay_ms=2600 op=inspect} {daemon.kill pick=1334401066 delay_ms=23}
+   5 driver.timeout       shop/web pick=824573828 count=2 delay_ms=1300 op=inspect
+   6 panic.stack          jobs pick=600507375
 `
 
 // REL-5, CHS-2: journal.corrupt always names a damage from the list and
@@ -127,8 +127,22 @@ func TestBuildRespectsMixAndAvailability(t *testing.T) {
 			if f.Kind == IncusKillInit && f.Service != "edge/box" {
 				t.Fatalf("incus fault at a process service: %s", f)
 			}
-			if (f.Kind == DriverFail || f.Kind == DriverHang) && !strings.Contains("start inspect", f.Params["op"]) {
+			if f.Kind == DriverHang && !strings.Contains("start inspect", f.Params["op"]) || f.Kind == DriverFail && !slices.Contains(DriverFailOps, f.Params["op"]) {
 				t.Fatalf("bad op: %s", f)
+			}
+			if k, ok := f.Params["kind"]; f.Kind == DriverFail && (ok != strings.Contains("start inspect", f.Params["op"]) || ok && !strings.Contains("transient not_found invalid", k)) {
+				t.Fatalf("bad error kind: %s", f)
+			}
+			if (f.Kind == DriverHang || f.Kind == WorkloadStop) && f.Service == "edge/box" || f.Kind == WorkloadStop && f.Service != "shop/web" {
+				t.Fatalf("fault at a service it cannot aim at: %s", f)
+			}
+			if f.Kind == WorkloadOOM {
+				t.Fatalf("workload.oom drawn without cgroups: %s", f)
+			}
+			if f.Kind == Compound {
+				checkCompound(t, f)
+			} else if len(f.Parts) > 0 {
+				t.Fatalf("parts on a fault that is not compound: %s", f)
 			}
 			for _, in := range f.Intents {
 				switch in.Op {
@@ -146,6 +160,31 @@ func TestBuildRespectsMixAndAvailability(t *testing.T) {
 			}
 		}
 	})
+}
+
+// REL-4: a compound fault has 2-3 parts from different families, in the
+// families' order (the daemon's own last), none compound itself and none
+// with intents of its own.
+func checkCompound(t *rapid.T, f Fault) {
+	family := func(k Kind) int {
+		for i, fam := range compoundFamilies {
+			if slices.Contains(fam, k) {
+				return i
+			}
+		}
+		return -1
+	}
+	if len(f.Parts) < 2 || len(f.Parts) > 3 || f.Service != "" {
+		t.Fatalf("compound with %d parts: %s", len(f.Parts), f)
+	}
+	last := -1
+	for _, part := range f.Parts {
+		fam := family(part.Kind)
+		if fam <= last || len(part.Intents) > 0 || len(part.Parts) > 0 || part.Seq != 0 {
+			t.Fatalf("compound part %s out of order, repeated family, or with intents or parts: %s", part.Kind, f)
+		}
+		last = fam
+	}
 }
 
 func TestBuildErrors(t *testing.T) {
