@@ -206,8 +206,9 @@ func (c *campaign) plan() schedule.Plan {
 // count and what the machine has; nothing else (CHS-4).
 func planFor(sc Scenario, seed uint64, faults int, comps components) schedule.Plan {
 	return schedule.Plan{Seed: seed, Faults: faults, Mix: sc.Mix, IntentEvery: sc.IntentEvery,
-		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts, schedule.NeedCgroups: comps.cgroups},
-		Targets:   append(stackSet{incus: comps.incus, cgroups: comps.cgroups}.targets(), comps.hostTargets()...)}
+		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts, schedule.NeedCgroups: comps.cgroups,
+			schedule.NeedDisk: comps.disk},
+		Targets: append(stackSet{incus: comps.incus, cgroups: comps.cgroups}.targets(), comps.hostTargets()...)}
 }
 
 // setup checks the machine, starts the node and deploys the stacks.
@@ -236,6 +237,7 @@ func (c *campaign) setup(ctx context.Context) error {
 	if c.a, err = c.newNode("a", c.sc.Plant); err != nil {
 		return err
 	}
+	c.comps.disk, c.comps.diskNote = mountDataDisk(c.a.dataDir())
 	if err := c.a.start(ctx); err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
@@ -473,6 +475,9 @@ func (c *campaign) teardown() {
 	}
 	if c.a != nil {
 		_ = thaw(filepath.Join(c.a.dataDir(), "journal")) // a journal fault may have left it immutable
+		if c.comps.disk {
+			unmountDataDisk(c.a.dataDir())
+		}
 	}
 	if c.opts.Keep || !c.rep.OK() {
 		c.printf("chaos: kept %s (daemon logs: */daemon.log)\n", c.work)

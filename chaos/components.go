@@ -27,6 +27,8 @@ type components struct {
 	s3Note    string
 	cgroups   bool // memory cgroups the process driver can make (root)
 	cgNote    string
+	disk      bool // node a's data directory on a file system of its own
+	diskNote  string
 	hosts     bool // the fs host pair runs
 	s3Hosts   bool // the s3 host pair runs
 	hostsNote string
@@ -38,7 +40,7 @@ func (c components) drawn() []string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}} {
+	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}, {c.disk, "disk"}} {
 		if x.on {
 			out = append(out, x.name)
 		}
@@ -59,6 +61,8 @@ func componentsDrawn(names []string) components {
 			c.s3Hosts = true
 		case "cgroups":
 			c.cgroups = true
+		case "disk":
+			c.disk = true
 		}
 	}
 	return c
@@ -188,6 +192,7 @@ func (c components) list() []report.Component {
 		{Name: "incus", Available: c.incus, Note: c.incusNote},
 		{Name: "s3", Available: c.s3, Note: s3Note},
 		{Name: "cgroups", Available: c.cgroups, Note: c.cgNote},
+		{Name: "disk", Available: c.disk, Note: c.diskNote},
 		{Name: "hosts", Available: c.hosts, Note: hostsNote},
 	}
 }

@@ -260,6 +260,8 @@ func (c *campaign) inject(ctx context.Context, f schedule.Fault, before observat
 		return c.injectFDLimit(ctx, f, inj)
 	case schedule.Compound:
 		return c.injectCompound(ctx, f, before, inj)
+	case schedule.DiskFull:
+		return c.injectDiskFull(ctx, f, inj)
 	}
 	return errSkip{fmt.Sprintf("%s needs hibernating hosts, which this daemon does not run", f.Kind)}
 }

@@ -51,7 +51,7 @@ var fullMix = schedule.Mix{
 	schedule.DriverFail: 7, schedule.DriverTimeout: 3, schedule.DriverHang: 2,
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
-	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2,
+	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2,
 	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
@@ -139,7 +139,7 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake,
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull,
 		schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute

@@ -50,6 +50,10 @@ const (
 	// host is awake, for longer than the lease's TTL: the other node takes
 	// the host over; thawed, the frozen one must fence itself (ACT-14).
 	DaemonStopAwake Kind = "daemon.stop-awake"
+	// DiskFull fills node a's data disk to the last byte for a while (and
+	// with kill=1 kills the daemon meanwhile): it keeps running what runs,
+	// refuses intents saying so, and serves again once there is room.
+	DiskFull Kind = "disk.full"
 	// DaemonStop SIGSTOPs node a's daemon for a few seconds, then
 	// SIGCONTs it: the workloads run on untouched and it catches up.
 	DaemonStop Kind = "daemon.stop"
@@ -78,6 +82,7 @@ const (
 	NeedIncus   Need = "incus"   // a local incusd with the busybox image
 	NeedHosts   Need = "hosts"   // a daemon that runs hibernating hosts
 	NeedCgroups Need = "cgroups" // cgroups the process driver can make (memory limits)
+	NeedDisk    Need = "disk"    // node a's data directory on a file system of its own
 )
 
 // AllKinds lists every kind, sorted.
@@ -97,7 +102,7 @@ var needs = map[Kind]Need{
 	DriverFail: NeedProcess, DriverTimeout: NeedProcess, DriverHang: NeedProcess,
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
-	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
+	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
 	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,

@@ -144,7 +144,7 @@ func (p Plan) targetsFor(k Kind) []Target {
 	var want func(Target) bool
 	switch k {
 	case PanicRoot, DaemonKill, ConfigTruncate, ConfigHalf, SocketGarbage, SocketFlood, JournalCorrupt, JournalReadonly,
-		DaemonStop, DaemonFDLimit, Compound:
+		DaemonStop, DaemonFDLimit, Compound, DiskFull:
 		return []Target{{}}
 	case PanicStack, PanicService, PanicReplica:
 		want = func(t Target) bool { return t.Driver != "host" }
@@ -264,6 +264,9 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	case Compound:
 		f.Service = ""
 		f.Parts = p.parts(rng)
+	case DiskFull:
+		set("hold_ms", 1000+500*rng.IntN(7))
+		set("kill", boolInt(rng.IntN(100) < 30))
 	case DaemonFDLimit:
 		set("slack", 4+rng.IntN(12))
 		set("hold_ms", 1000+500*rng.IntN(5))
