@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/runtime/control"
 	"golang.org/x/sys/unix"
 )
@@ -149,4 +151,49 @@ func (c *campaign) intentOnFullDisk(ctx context.Context, inj *injected) fullDisk
 	default:
 		return fullDiskAnswer{ok: false, note: in.String() + " answered " + err.Error() + ", want a refusal that says the disk is short"}
 	}
+}
+
+// injectTornState kills node a's daemon, tears one process instance's
+// state file in half (a torn write, as a disk or file system that lost
+// part of it would leave), and relaunches the daemon: it must not crash,
+// must end the run it can no longer manage (no orphan), fill the slot
+// afresh, and touch nothing else (REL-5).
+func (c *campaign) injectTornState(ctx context.Context, f schedule.Fault, before observation, inj *injected) error {
+	service, ok := c.running(f.Service)
+	if !ok {
+		return errSkip{"every process service is stopped"}
+	}
+	cands := instanceCandidates(before, service, "process")
+	if len(cands) == 0 {
+		return errSkip{"no running instance of " + service}
+	}
+	victim := cands[int(f.Pick)%len(cands)]
+	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
+	inj.target = fmt.Sprintf("%s/%d", service, slot)
+	inj.touch(service, slot)
+	state := filepath.Join(c.a.dataDir(), "instances", victim.Name, "state.json")
+	c.a.mu.Lock()
+	old := c.a.pid
+	c.a.mu.Unlock()
+	if err := c.a.kill(); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(state)
+	if err != nil {
+		_ = c.a.launch()
+		return fmt.Errorf("reading %s: %w", state, err)
+	}
+	if err := os.WriteFile(state, b[:len(b)/2], 0o600); err != nil {
+		_ = c.a.launch()
+		return fmt.Errorf("tearing %s: %w", state, err)
+	}
+	if err := c.a.launch(); err != nil {
+		return err
+	}
+	inj.detail = fmt.Sprintf("pid %d killed, %s torn to %d of %d bytes, relaunched", old, state, len(b)/2, len(b))
+	inj.witness = func(o observation) bool {
+		_, still := o.replica(victim.Name)
+		return o.status.Daemon.PID != old && !still
+	}
+	return nil
 }

@@ -47,11 +47,11 @@ func (s Scenario) boundOf(k schedule.Kind) time.Duration {
 var fullMix = schedule.Mix{
 	schedule.PanicRoot: 3, schedule.PanicStack: 4, schedule.PanicService: 8, schedule.PanicReplica: 12,
 	schedule.PanicHost: 3, schedule.PanicSidecar: 2, schedule.PanicActivator: 2,
-	schedule.WorkloadKill: 14, schedule.IncusKillInit: 4, schedule.WorkloadStop: 4, schedule.WorkloadOOM: 2,
+	schedule.WorkloadKill: 14, schedule.IncusKillInit: 4, schedule.WorkloadStop: 2, schedule.WorkloadOOM: 2,
 	schedule.DriverFail: 7, schedule.DriverTimeout: 3, schedule.DriverHang: 2,
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
-	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2,
+	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskTornState: 1,
 	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
@@ -139,7 +139,7 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull,
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull, schedule.DiskTornState,
 		schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute

@@ -12,8 +12,9 @@ import (
 // in its environment, so the campaign finds its processes on the machine
 // (orphans, stopped intents) by reading /proc/PID/environ.
 //
-// The ladders are short (100ms..1s instead of 1m..15m) and the step
-// timeout 5s: a campaign injects hundreds of faults into the same few
+// The ladders are short (100ms..1s instead of 1m..15m), the monitor
+// window (a slot settling after a failure, SVC-13) 1s or less instead of
+// 5s, and the step timeout 5s: a campaign injects hundreds of faults into the same few
 // slots within minutes, and the ladder's long waits are proven by the
 // unit tests on a fake clock (SUP-10), not here.
 const ladderBlock = `    x-engenho:
@@ -86,6 +87,8 @@ services:
       timeout: 1s
       retries: 2
       start_interval: 100ms
+    deploy:
+      update_config: {monitor: 1s}
     stop_grace_period: 1s
 %s`, s.run, s.gen, s.webPort, s.webReps, oom, ladderBlock, s.run, s.hbDir, ladderBlock)
 }
@@ -96,6 +99,8 @@ services:
   worker:
     command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
     env: {CHAOS_RUN: %q}
+    deploy:
+      update_config: {monitor: 1s}
     stop_grace_period: 1s
 %s`, s.run, ladderBlock)
 }

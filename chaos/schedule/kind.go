@@ -54,6 +54,9 @@ const (
 	// with kill=1 kills the daemon meanwhile): it keeps running what runs,
 	// refuses intents saying so, and serves again once there is room.
 	DiskFull Kind = "disk.full"
+	// DiskTornState kills node a's daemon, tears one process instance's
+	// state file in half and relaunches it (REL-5).
+	DiskTornState Kind = "disk.torn-state"
 	// DaemonStop SIGSTOPs node a's daemon for a few seconds, then
 	// SIGCONTs it: the workloads run on untouched and it catches up.
 	DaemonStop Kind = "daemon.stop"
@@ -102,7 +105,7 @@ var needs = map[Kind]Need{
 	DriverFail: NeedProcess, DriverTimeout: NeedProcess, DriverHang: NeedProcess,
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
-	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
+	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskTornState: NeedProcess, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
 	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,

@@ -148,7 +148,7 @@ func (p Plan) targetsFor(k Kind) []Target {
 		return []Target{{}}
 	case PanicStack, PanicService, PanicReplica:
 		want = func(t Target) bool { return t.Driver != "host" }
-	case WorkloadKill, DriverHang:
+	case WorkloadKill, DriverHang, DiskTornState:
 		want = func(t Target) bool { return t.Driver == "process" }
 	case DriverFail, DriverTimeout:
 		want = func(t Target) bool { return t.Driver == "process" || t.Driver == "incus" }

@@ -57,12 +57,12 @@ func TestCHS4GoldenSchedule(t *testing.T) {
 	}
 }
 
-const goldenSeed1 = `   1 config.truncate      pick=1667356528 restart=0
-   2 journal.corrupt      pick=1706415741 damage=manifest-cut
-   3 panic.root           pick=2666596052
-   4 compound             pick=3698891893 {workload.kill shop/web pick=4259990210} {driver.timeout shop/web pick=118004074 count=1 delay_ms=2600 op=inspect} {daemon.kill pick=1334401066 delay_ms=23}
-   5 driver.timeout       shop/web pick=824573828 count=2 delay_ms=1300 op=inspect
-   6 panic.stack          jobs pick=600507375
+const goldenSeed1 = `   1 driver.timeout       shop/web pick=1667356528 count=2 delay_ms=2300 op=inspect [stop jobs/worker]
+   2 panic.root           pick=773690051
+   3 disk.torn-state      shop/web pick=3818854482
+   4 socket.garbage       pick=1600029330 conns=7
+   5 panic.service        edge/box pick=3402224840
+   6 daemon.fd-limit      pick=3309951176 hold_ms=3000 slack=14
 `
 
 // REL-5, CHS-2: journal.corrupt always names a damage from the list and
