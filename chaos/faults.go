@@ -264,6 +264,8 @@ func (c *campaign) inject(ctx context.Context, f schedule.Fault, before observat
 		return c.injectDiskFull(ctx, f, inj)
 	case schedule.DiskTornState:
 		return c.injectTornState(ctx, f, before, inj)
+	case schedule.ClockJump:
+		return c.injectClockJump(ctx, f, before, inj)
 	}
 	return errSkip{fmt.Sprintf("%s needs hibernating hosts, which this daemon does not run", f.Kind)}
 }

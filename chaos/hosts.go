@@ -498,6 +498,8 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		return c.injectKillAwake(ctx, f, p, x, inj)
 	case schedule.DaemonStopAwake:
 		return c.injectStopAwake(ctx, f, p, x, inj)
+	case schedule.ClockJumpAwake:
+		return c.injectClockJumpAwake(ctx, f, p, x, inj)
 	case schedule.DaemonKillSleep:
 		if err := wake(); err != nil {
 			return err

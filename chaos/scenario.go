@@ -52,6 +52,7 @@ var fullMix = schedule.Mix{
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
 	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskTornState: 1,
+	schedule.ClockJump: 2, schedule.ClockJumpAwake: 2,
 	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,

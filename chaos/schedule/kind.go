@@ -50,6 +50,12 @@ const (
 	// host is awake, for longer than the lease's TTL: the other node takes
 	// the host over; thawed, the frozen one must fence itself (ACT-14).
 	DaemonStopAwake Kind = "daemon.stop-awake"
+	// ClockJump moves node a's wall clock (not its monotonic one) for a
+	// while, a replica killed meanwhile: durations must not notice.
+	ClockJump Kind = "clock.jump"
+	// ClockJumpAwake moves a host node's wall clock one way and the other
+	// node's the other way while the host is awake there (ACT-14).
+	ClockJumpAwake Kind = "clock.jump-awake"
 	// DiskFull fills node a's data disk to the last byte for a while (and
 	// with kill=1 kills the daemon meanwhile): it keeps running what runs,
 	// refuses intents saying so, and serves again once there is room.
@@ -105,7 +111,8 @@ var needs = map[Kind]Need{
 	DriverFail: NeedProcess, DriverTimeout: NeedProcess, DriverHang: NeedProcess,
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
-	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskTornState: NeedProcess, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
+	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskTornState: NeedProcess,
+	ClockJump: NeedProcess, ClockJumpAwake: NeedHosts, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
 	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,

@@ -148,7 +148,7 @@ func (p Plan) targetsFor(k Kind) []Target {
 		return []Target{{}}
 	case PanicStack, PanicService, PanicReplica:
 		want = func(t Target) bool { return t.Driver != "host" }
-	case WorkloadKill, DriverHang, DiskTornState:
+	case WorkloadKill, DriverHang, DiskTornState, ClockJump:
 		want = func(t Target) bool { return t.Driver == "process" }
 	case DriverFail, DriverTimeout:
 		want = func(t Target) bool { return t.Driver == "process" || t.Driver == "incus" }
@@ -264,6 +264,9 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	case Compound:
 		f.Service = ""
 		f.Parts = p.parts(rng)
+	case ClockJump, ClockJumpAwake:
+		oneOf("offset_s", "-7200", "-600", "-45", "45", "600", "7200")
+		set("hold_ms", 2000+500*rng.IntN(7))
 	case DiskFull:
 		set("hold_ms", 1000+500*rng.IntN(7))
 		set("kill", boolInt(rng.IntN(100) < 30))

@@ -57,11 +57,11 @@ func TestCHS4GoldenSchedule(t *testing.T) {
 	}
 }
 
-const goldenSeed1 = `   1 driver.timeout       shop/web pick=1667356528 count=2 delay_ms=2300 op=inspect [stop jobs/worker]
-   2 panic.root           pick=773690051
-   3 disk.torn-state      shop/web pick=3818854482
+const goldenSeed1 = `   1 driver.hang          jobs/worker pick=1667356528 count=1 op=inspect
+   2 journal.readonly     pick=1706415741 kill=0
+   3 daemon.fd-limit      pick=1636286653 hold_ms=3000 slack=8
    4 socket.garbage       pick=1600029330 conns=7
-   5 panic.service        edge/box pick=3402224840
+   5 panic.root           pick=3402224840
    6 daemon.fd-limit      pick=3309951176 hold_ms=3000 slack=14
 `
 
