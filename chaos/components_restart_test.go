@@ -183,11 +183,9 @@ func TestRestartRealIncusdMidOperation(t *testing.T) {
 		execErr := <-execDone
 		t.Logf("%s: incusd %d -> %d, stopped in %s, answering after %s; exec in flight: %v",
 			sig, r.OldPid, r.NewPid, r.Stopped.Round(time.Millisecond), r.Took.Round(time.Millisecond), execErr)
-		var ue *incus.UnreachableError
 		if execErr != nil && !errors.Is(execErr, drivers.ErrTransient) {
 			t.Errorf("%s: the exec in flight failed with %v, want a transient error", sig, execErr)
 		}
-		_ = ue
 		time.Sleep(2 * time.Second) // several watch polls
 		after, err := d.Inspect(ctx, name)
 		if err != nil || after.State != drivers.StateRunning || after.Pid != before.Pid || !after.StartedAt.Equal(before.StartedAt) {
