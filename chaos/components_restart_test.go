@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/incus"
 )
 
@@ -135,6 +136,7 @@ func TestRestartRealIncusdMidOperation(t *testing.T) {
 	if socket == "" {
 		t.Skip("restarts a real incusd: set ENGENHO_CHAOS_INCUSD_RESTART to its socket (not the shared one while others use it)")
 	}
+	drivertest.LockIncus(t)
 	ctx := context.Background()
 	d, err := incus.New(incus.Options{Socket: socket})
 	if err != nil {
