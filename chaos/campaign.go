@@ -207,7 +207,7 @@ func (c *campaign) plan() schedule.Plan {
 func planFor(sc Scenario, seed uint64, faults int, comps components) schedule.Plan {
 	return schedule.Plan{Seed: seed, Faults: faults, Mix: sc.Mix, IntentEvery: sc.IntentEvery,
 		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts, schedule.NeedCgroups: comps.cgroups,
-			schedule.NeedDisk: comps.disk},
+			schedule.NeedDisk: comps.disk, schedule.NeedS3Restart: comps.s3Restart && comps.s3Hosts},
 		Targets: append(stackSet{incus: comps.incus, cgroups: comps.cgroups}.targets(), comps.hostTargets()...)}
 }
 
@@ -383,6 +383,11 @@ func (c *campaign) heal(ctx context.Context) error {
 		}
 	}
 	c.healJournal(ctx)
+	for _, p := range c.pairs {
+		for _, px := range p.proxies {
+			px.Clear()
+		}
+	}
 	for _, n := range c.allNodes() {
 		if n != c.fresh {
 			_, _ = n.chaos(ctx, control.ChaosArgs{Kind: "clear"})
@@ -458,6 +463,9 @@ func (c *campaign) teardown() {
 	for _, p := range c.pairs {
 		if p.closeFn != nil {
 			_ = p.closeFn()
+		}
+		for _, px := range p.proxies {
+			_ = px.Close()
 		}
 	}
 	if c.run != "" {

@@ -25,6 +25,7 @@ type components struct {
 	incusNote string
 	s3        bool
 	s3Note    string
+	s3Restart bool // ENGENHO_S3_RESTART names a command that restarts it
 	cgroups   bool // memory cgroups the process driver can make (root)
 	cgNote    string
 	disk      bool // node a's data directory on a file system of its own
@@ -40,7 +41,7 @@ func (c components) drawn() []string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}, {c.disk, "disk"}} {
+	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}, {c.disk, "disk"}, {c.s3Restart, "s3-restart"}} {
 		if x.on {
 			out = append(out, x.name)
 		}
@@ -63,6 +64,8 @@ func componentsDrawn(names []string) components {
 			c.cgroups = true
 		case "disk":
 			c.disk = true
+		case "s3-restart":
+			c.s3Restart = true
 		}
 	}
 	return c
@@ -75,7 +78,7 @@ func (c components) hostTargets() []schedule.Target {
 		out = append(out, schedule.Target{Service: svcParkFS, Driver: "host"})
 	}
 	if c.s3Hosts {
-		out = append(out, schedule.Target{Service: svcParkS3, Driver: "host"})
+		out = append(out, schedule.Target{Service: svcParkS3, Driver: "host", S3: true})
 	}
 	return out
 }
@@ -87,6 +90,7 @@ func detect(ctx context.Context) components {
 	var c components
 	c.incus, c.incusNote = detectIncus(ctx)
 	c.s3, c.s3Note = detectS3(ctx)
+	c.s3Restart = c.s3 && os.Getenv(s3RestartEnv) != ""
 	c.cgroups, c.cgNote = detectCgroups()
 	return c
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engenho/engenho/chaos/faultproxy"
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/report"
 	"github.com/engenho/engenho/chaos/schedule"
@@ -52,6 +53,9 @@ type hostPair struct {
 	store   objstore.Store // the campaign's own view of the shared store
 	prefix  string
 	closeFn func() error
+	// proxies stand between each node and MinIO (the S3 pair only): the
+	// S3 faults act on the wire, below the SDK (issue 18).
+	proxies []*faultproxy.Proxy
 	// lastVisit is the last visit number a request got back; ambiguous
 	// counts requests whose outcome the campaign could not see (they may
 	// have counted a visit).
@@ -191,8 +195,13 @@ func (c *campaign) newHostNode(name string, p *hostPair, edge string) (*node, er
 	store := fmt.Sprintf(`{"kind": "fs", "prefix": %q, "fs": {"dir": "../store-fs"}}`, p.prefix)
 	if p.kind == pairS3 {
 		cfg := s3Config()
+		px, err := s3Proxy(cfg.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		p.proxies = append(p.proxies, px)
 		store = fmt.Sprintf(`{"kind": "s3", "prefix": %q, "s3": {"endpoint": %q, "bucket": %q, "region": %q, "path_style": true}}`,
-			p.prefix, cfg.Endpoint, cfg.Bucket, cfg.Region)
+			p.prefix, px.URL(), cfg.Bucket, cfg.Region)
 		n.env = append(n.env, "ENGENHO_OBJSTORE_S3_ACCESS_KEY="+cfg.AccessKey, "ENGENHO_OBJSTORE_S3_SECRET_KEY="+os.Getenv("ENGENHO_S3_SECRET_KEY"))
 	}
 	n.config = c.nodeConfig(name, store, edge, false)
@@ -403,7 +412,8 @@ func (c *campaign) runHostFault(ctx context.Context, f schedule.Fault, res repor
 	checker := x
 	inj := &injected{target: p.nodes[x].name}
 	err = c.injectHost(ctx, f, p, x, inj)
-	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake || f.Kind == schedule.DaemonStopAwake {
+	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake || f.Kind == schedule.DaemonStopAwake ||
+		f.Kind == schedule.S3Partition {
 		checker = 1 - x // the other node takes over (ACT-14)
 	}
 	if err != nil {
@@ -500,6 +510,12 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		return c.injectStopAwake(ctx, f, p, x, inj)
 	case schedule.ClockJumpAwake:
 		return c.injectClockJumpAwake(ctx, f, p, x, inj)
+	case schedule.S3Error, schedule.S3Latency, schedule.S3Reset, schedule.S3Truncate:
+		return c.injectS3(ctx, f, p, x, inj)
+	case schedule.S3Partition:
+		return c.injectS3Partition(ctx, f, p, x, inj)
+	case schedule.S3Restart:
+		return c.injectS3Restart(ctx, p, x, inj)
 	case schedule.DaemonKillSleep:
 		if err := wake(); err != nil {
 			return err

@@ -53,6 +53,7 @@ var fullMix = schedule.Mix{
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
 	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskTornState: 1,
 	schedule.ClockJump: 2, schedule.ClockJumpAwake: 2,
+	schedule.S3Error: 2, schedule.S3Latency: 1, schedule.S3Reset: 2, schedule.S3Truncate: 2, schedule.S3Restart: 1,
 	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
@@ -69,6 +70,7 @@ var soakMix = func() schedule.Mix {
 	m[schedule.StoreError], m[schedule.StoreConflict] = 4, 4
 	m[schedule.DaemonStopAwake] = 3 // a lease TTL (30s) each: soak only
 	m[schedule.Compound] = 8        // several faults at once (REL-4)
+	m[schedule.S3Partition] = 3     // a lease TTL each: soak only
 	return m
 }()
 
@@ -140,7 +142,7 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull, schedule.DiskTornState,
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull, schedule.DiskTornState, schedule.S3Partition, schedule.S3Restart,
 		schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute

@@ -56,6 +56,21 @@ const (
 	// ClockJumpAwake moves a host node's wall clock one way and the other
 	// node's the other way while the host is awake there (ACT-14).
 	ClockJumpAwake Kind = "clock.jump-awake"
+	// S3Error, S3Latency, S3Reset and S3Truncate act on the wire between
+	// one node of the S3 pair and the S3 server (a fault proxy): 503
+	// SlowDown or 500 answers, latency, connections reset mid-answer, GET
+	// bodies cut short; then a request through that node.
+	S3Error    Kind = "s3.error"
+	S3Latency  Kind = "s3.latency"
+	S3Reset    Kind = "s3.reset"
+	S3Truncate Kind = "s3.truncate"
+	// S3Partition cuts the node holding the lease off from S3 for longer
+	// than the lease's TTL (soak): it must fence itself, the other node
+	// takes over.
+	S3Partition Kind = "s3.partition"
+	// S3Restart restarts the S3 server itself while a request goes
+	// through one node.
+	S3Restart Kind = "s3.restart"
 	// DiskFull fills node a's data disk to the last byte for a while (and
 	// with kill=1 kills the daemon meanwhile): it keeps running what runs,
 	// refuses intents saying so, and serves again once there is room.
@@ -87,11 +102,12 @@ const (
 type Need string
 
 const (
-	NeedProcess Need = "process" // the process driver: always there
-	NeedIncus   Need = "incus"   // a local incusd with the busybox image
-	NeedHosts   Need = "hosts"   // a daemon that runs hibernating hosts
-	NeedCgroups Need = "cgroups" // cgroups the process driver can make (memory limits)
-	NeedDisk    Need = "disk"    // node a's data directory on a file system of its own
+	NeedProcess   Need = "process"    // the process driver: always there
+	NeedIncus     Need = "incus"      // a local incusd with the busybox image
+	NeedHosts     Need = "hosts"      // a daemon that runs hibernating hosts
+	NeedCgroups   Need = "cgroups"    // cgroups the process driver can make (memory limits)
+	NeedDisk      Need = "disk"       // node a's data directory on a file system of its own
+	NeedS3Restart Need = "s3-restart" // a command that restarts the S3 server (ENGENHO_S3_RESTART)
 )
 
 // AllKinds lists every kind, sorted.
@@ -112,7 +128,9 @@ var needs = map[Kind]Need{
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
 	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskTornState: NeedProcess,
-	ClockJump: NeedProcess, ClockJumpAwake: NeedHosts, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
+	ClockJump: NeedProcess, ClockJumpAwake: NeedHosts,
+	S3Error: NeedHosts, S3Latency: NeedHosts, S3Reset: NeedHosts, S3Truncate: NeedHosts, S3Partition: NeedHosts,
+	S3Restart: NeedS3Restart, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
 	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,

@@ -35,6 +35,8 @@ type Target struct {
 	// MemoryLimit: the service has a memory limit and an endpoint that
 	// allocates (workload.oom).
 	MemoryLimit bool
+	// S3: a host pair on the S3 store, behind fault proxies (s3.*).
+	S3 bool
 }
 
 // Stack is the stack part of Service.
@@ -160,6 +162,8 @@ func (p Plan) targetsFor(k Kind) []Target {
 		want = func(t Target) bool { return t.Driver == "incus" }
 	case DaemonKillRollout:
 		want = func(t Target) bool { return t.Rollout }
+	case S3Error, S3Latency, S3Reset, S3Truncate, S3Partition, S3Restart:
+		want = func(t Target) bool { return t.Driver == "host" && t.S3 }
 	default: // host faults
 		want = func(t Target) bool { return t.Driver == "host" }
 	}
@@ -264,6 +268,16 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	case Compound:
 		f.Service = ""
 		f.Parts = p.parts(rng)
+	case S3Error:
+		oneOf("code", "503", "503", "500")
+		set("count", 1+rng.IntN(3))
+	case S3Latency:
+		set("delay_ms", 200+200*rng.IntN(10))
+	case S3Reset:
+		oneOf("after", "0", "100", "4096")
+		set("count", 1+rng.IntN(2))
+	case S3Truncate:
+		set("count", 1+rng.IntN(2))
 	case ClockJump, ClockJumpAwake:
 		oneOf("offset_s", "-7200", "-600", "-45", "45", "600", "7200")
 		set("hold_ms", 2000+500*rng.IntN(7))
