@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engenho/engenho/chaos/faultproxy"
 	"github.com/engenho/engenho/chaos/inject"
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/report"
@@ -78,8 +79,10 @@ type campaign struct {
 	// lossWindows are the losses measured by daemon.kill-awake (ACT-17).
 	lossWindows []time.Duration
 	fresh       *node // a daemon with nothing deployed, for the goroutine baseline
-	rep         *report.Report
-	comps       components
+	// incusProxy stands between node a's incus driver and incusd.
+	incusProxy *faultproxy.Proxy
+	rep        *report.Report
+	comps      components
 
 	lastProgress time.Time
 }
@@ -234,6 +237,11 @@ func (c *campaign) setup(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
 	c.want = c.stacks.want()
+	if c.comps.incus {
+		if err := c.startIncusProxy(); err != nil {
+			return err
+		}
+	}
 	if c.a, err = c.newNode("a", c.sc.Plant); err != nil {
 		return err
 	}
@@ -337,6 +345,9 @@ func (c *campaign) nodeConfig(name, objstore, edge string, incus bool) []byte {
 	drv := ""
 	if incus {
 		drv = `, "incus": {"enabled": true}`
+		if c.incusProxy != nil && name == "a" {
+			drv = fmt.Sprintf(`, "incus": {"enabled": true, "socket": %q}`, c.incusProxy.Addr())
+		}
 	}
 	edgeKey := ""
 	if edge != "" {
@@ -387,6 +398,9 @@ func (c *campaign) heal(ctx context.Context) error {
 		for _, px := range p.proxies {
 			px.Clear()
 		}
+	}
+	if c.incusProxy != nil {
+		c.incusProxy.Clear()
 	}
 	for _, n := range c.allNodes() {
 		if n != c.fresh {
@@ -467,6 +481,9 @@ func (c *campaign) teardown() {
 		for _, px := range p.proxies {
 			_ = px.Close()
 		}
+	}
+	if c.incusProxy != nil {
+		_ = c.incusProxy.Close()
 	}
 	if c.run != "" {
 		for _, p := range markedProcs(c.run) {

@@ -266,6 +266,10 @@ func (c *campaign) inject(ctx context.Context, f schedule.Fault, before observat
 		return c.injectTornState(ctx, f, before, inj)
 	case schedule.ClockJump:
 		return c.injectClockJump(ctx, f, before, inj)
+	case schedule.IncusAPIError, schedule.IncusAPISlow:
+		return c.injectIncusAPI(ctx, f, before, inj)
+	case schedule.IncusRestart:
+		return c.injectIncusRestart(ctx, f, before, inj)
 	}
 	return errSkip{fmt.Sprintf("%s needs hibernating hosts, which this daemon does not run", f.Kind)}
 }

@@ -54,6 +54,7 @@ var fullMix = schedule.Mix{
 	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskTornState: 1,
 	schedule.ClockJump: 2, schedule.ClockJumpAwake: 2,
 	schedule.S3Error: 2, schedule.S3Latency: 1, schedule.S3Reset: 2, schedule.S3Truncate: 2, schedule.S3Restart: 1,
+	schedule.IncusAPIError: 2, schedule.IncusAPISlow: 1, schedule.IncusRestart: 1,
 	schedule.ConfigTruncate: 3, schedule.ConfigHalf: 3,
 	schedule.SocketGarbage: 4, schedule.SocketFlood: 2,
 	schedule.JournalCorrupt: 2, schedule.JournalReadonly: 1,
@@ -146,7 +147,8 @@ func bound(k schedule.Kind) time.Duration {
 		schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute
-	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout, schedule.DriverFail, schedule.Compound:
+	case schedule.IncusKillInit, schedule.DriverHang, schedule.DriverTimeout, schedule.DriverFail, schedule.Compound,
+		schedule.IncusAPIError, schedule.IncusAPISlow, schedule.IncusRestart:
 		return 2 * time.Minute
 	case schedule.PanicRoot:
 		return 90 * time.Second

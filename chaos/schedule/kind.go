@@ -71,6 +71,14 @@ const (
 	// S3Restart restarts the S3 server itself while a request goes
 	// through one node.
 	S3Restart Kind = "s3.restart"
+	// IncusAPIError and IncusAPISlow act on the wire between node a's
+	// incus driver and incusd (a fault proxy): 500 answers, or latency;
+	// then a box container's init is killed so recovery meets them.
+	IncusAPIError Kind = "incus.api-error"
+	IncusAPISlow  Kind = "incus.api-slow"
+	// IncusRestart kills a box container's init and restarts incusd
+	// right after (a clean stop, or SIGKILL).
+	IncusRestart Kind = "incus.restart"
 	// DiskFull fills node a's data disk to the last byte for a while (and
 	// with kill=1 kills the daemon meanwhile): it keeps running what runs,
 	// refuses intents saying so, and serves again once there is room.
@@ -130,7 +138,7 @@ var needs = map[Kind]Need{
 	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskTornState: NeedProcess,
 	ClockJump: NeedProcess, ClockJumpAwake: NeedHosts,
 	S3Error: NeedHosts, S3Latency: NeedHosts, S3Reset: NeedHosts, S3Truncate: NeedHosts, S3Partition: NeedHosts,
-	S3Restart: NeedS3Restart, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
+	S3Restart: NeedS3Restart, IncusAPIError: NeedIncus, IncusAPISlow: NeedIncus, IncusRestart: NeedIncus, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,
 	ConfigTruncate: NeedProcess, ConfigHalf: NeedProcess,
 	SocketGarbage: NeedProcess, SocketFlood: NeedProcess,
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,

@@ -158,7 +158,7 @@ func (p Plan) targetsFor(k Kind) []Target {
 		want = func(t Target) bool { return t.Driver == "process" && t.Probe }
 	case WorkloadOOM:
 		want = func(t Target) bool { return t.Driver == "process" && t.MemoryLimit }
-	case IncusKillInit:
+	case IncusKillInit, IncusAPIError, IncusAPISlow, IncusRestart:
 		want = func(t Target) bool { return t.Driver == "incus" }
 	case DaemonKillRollout:
 		want = func(t Target) bool { return t.Rollout }
@@ -273,6 +273,12 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 		set("count", 1+rng.IntN(3))
 	case S3Latency:
 		set("delay_ms", 200+200*rng.IntN(10))
+	case IncusAPIError:
+		set("count", 1+rng.IntN(3))
+	case IncusAPISlow:
+		set("delay_ms", 500+500*rng.IntN(7))
+	case IncusRestart:
+		set("kill", boolInt(rng.IntN(2) == 0))
 	case S3Reset:
 		oneOf("after", "0", "100", "4096")
 		set("count", 1+rng.IntN(2))

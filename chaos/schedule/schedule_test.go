@@ -57,9 +57,9 @@ func TestCHS4GoldenSchedule(t *testing.T) {
 	}
 }
 
-const goldenSeed1 = `   1 driver.hang          jobs/worker pick=1667356528 count=1 op=inspect
-   2 journal.readonly     pick=1706415741 kill=0
-   3 daemon.fd-limit      pick=1636286653 hold_ms=3000 slack=8
+const goldenSeed1 = `   1 incus.api-error      edge/box pick=1667356528 count=2
+   2 journal.corrupt      pick=1706415741 damage=manifest-cut
+   3 driver.fail          shop/web pick=2666596052 count=2 kind=transient op=inspect
    4 socket.garbage       pick=1600029330 conns=7
    5 panic.root           pick=3402224840
    6 daemon.fd-limit      pick=3309951176 hold_ms=3000 slack=14
@@ -124,7 +124,7 @@ func TestBuildRespectsMixAndAvailability(t *testing.T) {
 			if f.Kind.Needs() == NeedHosts || (f.Kind.Needs() == NeedIncus && !p.Available[NeedIncus]) {
 				t.Fatalf("unavailable kind drawn: %s", f)
 			}
-			if f.Kind == IncusKillInit && f.Service != "edge/box" {
+			if (f.Kind == IncusKillInit || f.Kind == IncusAPIError || f.Kind == IncusAPISlow || f.Kind == IncusRestart) && f.Service != "edge/box" {
 				t.Fatalf("incus fault at a process service: %s", f)
 			}
 			if f.Kind == DriverHang && !strings.Contains("start inspect", f.Params["op"]) || f.Kind == DriverFail && !slices.Contains(DriverFailOps, f.Params["op"]) {
