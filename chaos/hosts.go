@@ -71,7 +71,7 @@ type hostPair struct {
 
 func (p *hostPair) service() string { return p.stack + "/notes" }
 
-func (p *hostPair) stackFile(run string) string {
+func (p *hostPair) stackFile(run, replication string) string {
 	return fmt.Sprintf(`name: %s
 services:
   notes:
@@ -86,14 +86,14 @@ services:
     hibernate:
       host: %s
       idle: %s
-      replication: stream
+      replication: %s
       seed: ["/bin/sh", "-c", "mkdir -p \"$ENGENHO_DATA_DIR\" && echo seeded > \"$ENGENHO_DATA_DIR/seed.txt\""]
     sidecars:
       - name: ticker
         command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
         stop_grace_period: 1s
     stop_grace_period: 2s
-%s`, p.stack, run, hostName, hostIdle, ladderBlock)
+%s`, p.stack, run, hostName, hostIdle, replication, ladderBlock)
 }
 
 // startPairs starts the host pairs the machine allows. A pair that does
@@ -136,7 +136,7 @@ func (c *campaign) startPair(ctx context.Context, kind string) (*hostPair, error
 		if err := n.start(ctx); err != nil {
 			return nil, err
 		}
-		if _, err := c.apply(ctx, n, []control.ApplyFile{{Name: p.stack + ".yaml", Content: p.stackFile(c.run)}}); err != nil {
+		if _, err := c.apply(ctx, n, []control.ApplyFile{{Name: p.stack + ".yaml", Content: p.stackFile(c.run, c.replication())}}); err != nil {
 			return nil, fmt.Errorf("deploying the host: %w", err)
 		}
 	}

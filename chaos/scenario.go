@@ -31,6 +31,9 @@ type Scenario struct {
 	// StopAtFirst ends the campaign at the first fault with a violation
 	// instead of healing the node and going on.
 	StopAtFirst bool
+	// Replication is the host pairs' replication class (ACT-9); stream
+	// when empty.
+	Replication string
 }
 
 // boundOf is the recovery bound of kind k in this scenario.
@@ -83,6 +86,10 @@ var scenarios = map[string]Scenario{
 		Mix: schedule.Mix{schedule.JournalCorrupt: 3, schedule.JournalReadonly: 1}, NoHosts: true},
 	"replication": {Name: "replication", Doc: "nodes killed while their host is awake and written to: the loss window measured (ACT-17)",
 		Mix: schedule.Mix{schedule.DaemonKillAwake: 1}},
+	"replication-batched": {Name: "replication-batched", Doc: "the replication scenario with the hosts in the batched class (a checkpoint every 5m while awake)",
+		Mix: schedule.Mix{schedule.DaemonKillAwake: 1}, Replication: "batched"},
+	"replication-daily": {Name: "replication-daily", Doc: "the replication scenario with the hosts in the daily class (at wake and every 24h)",
+		Mix: schedule.Mix{schedule.DaemonKillAwake: 1}, Replication: "daily"},
 	"rollout": {Name: "rollout", Doc: "daemon kills at rollout points only, to replay a rollout that pauses after one",
 		Mix: schedule.Mix{schedule.DaemonKillRollout: 1}, NoHosts: true},
 	"selftest-adopt": {Name: "selftest-adopt", Doc: "self-test: a daemon that forgets to re-adopt after a restart must be caught",
