@@ -74,7 +74,7 @@ func (c *campaign) runFaultOnce(ctx context.Context, f schedule.Fault) report.Re
 	inj := &injected{}
 	var notes []string
 	f = c.resolve(f)
-	if f.Kind.Needs() == schedule.NeedHosts {
+	if f.Kind.OnHostPair() {
 		return c.runHostFault(ctx, f, res)
 	}
 	for _, in := range f.Intents {

@@ -144,6 +144,10 @@ var needs = map[Kind]Need{
 	JournalCorrupt: NeedProcess, JournalReadonly: NeedProcess,
 }
 
+// OnHostPair reports whether k is injected on a host pair's nodes rather
+// than on node a.
+func (k Kind) OnHostPair() bool { return needs[k] == NeedHosts || k == S3Restart }
+
 // Needs is what k needs on the machine.
 func (k Kind) Needs() Need { return needs[k] }
 

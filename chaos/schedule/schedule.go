@@ -297,7 +297,7 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	// Intents aim at replicated services; host faults run on nodes of
 	// their own. A corrupt journal loses the intents before it (nothing
 	// of a damaged journal is salvaged), so none is drawn for it.
-	if k != DaemonKill && k != DaemonKillRollout && k != JournalCorrupt && k.Needs() != NeedHosts && rng.IntN(100) < p.IntentEvery {
+	if k != DaemonKill && k != DaemonKillRollout && k != JournalCorrupt && !k.OnHostPair() && rng.IntN(100) < p.IntentEvery {
 		if in, ok := p.intent(rng); ok {
 			f.Intents = append(f.Intents, in)
 		}
