@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -197,7 +196,7 @@ func waitGone(ctx context.Context, pid int, started string) error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			killed, deadline = true, time.Now().Add(incusdStopWait)
 		}
-		if err := sleepCtx(ctx, incusdPoll); err != nil {
+		if err := sleep(ctx, incusdPoll); err != nil {
 			return err
 		}
 	}
@@ -247,19 +246,8 @@ func waitAnswers(ctx context.Context, socket string, pid int, exited <-chan stru
 			}
 			return fmt.Errorf("the new incusd (pid %d) does not answer on %s after %s: %w", pid, socket, incusdReadyWait, err)
 		}
-		if err := sleepCtx(ctx, incusdPoll); err != nil {
+		if err := sleep(ctx, incusdPoll); err != nil {
 			return err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return errors.Join(errors.New("interrupted"), ctx.Err())
 	}
 }

@@ -7,13 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/schedule"
-	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/runtime/control"
 	"golang.org/x/sys/unix"
 )
@@ -100,9 +98,7 @@ func (c *campaign) injectDiskFull(ctx context.Context, f schedule.Fault, inj *in
 			Safety: true, Evidence: "on a full disk: " + answer.note})
 	}
 	if f.Param("kill") == 1 {
-		c.a.mu.Lock()
-		old := c.a.pid
-		c.a.mu.Unlock()
+		old := c.a.currentPid()
 		if err := c.a.kill(); err != nil {
 			return err
 		}
@@ -159,22 +155,12 @@ func (c *campaign) intentOnFullDisk(ctx context.Context, inj *injected) fullDisk
 // must end the run it can no longer manage (no orphan), fill the slot
 // afresh, and touch nothing else (REL-5).
 func (c *campaign) injectTornState(ctx context.Context, f schedule.Fault, before observation, inj *injected) error {
-	service, ok := c.running(f.Service)
-	if !ok {
-		return errSkip{"every process service is stopped"}
+	victim, err := c.pickVictim(f, before, "process", inj)
+	if err != nil {
+		return err
 	}
-	cands := instanceCandidates(before, service, "process")
-	if len(cands) == 0 {
-		return errSkip{"no running instance of " + service}
-	}
-	victim := cands[int(f.Pick)%len(cands)]
-	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
-	inj.target = fmt.Sprintf("%s/%d", service, slot)
-	inj.touch(service, slot)
 	state := filepath.Join(c.a.dataDir(), "instances", victim.Name, "state.json")
-	c.a.mu.Lock()
-	old := c.a.pid
-	c.a.mu.Unlock()
+	old := c.a.currentPid()
 	if err := c.a.kill(); err != nil {
 		return err
 	}

@@ -348,6 +348,26 @@ func (c *campaign) panicAt(ctx context.Context, path string, before observation,
 	return nil
 }
 
+// pickVictim picks the running instance fault f aims at: of its service,
+// or when that one is stopped the next running service of the same driver
+// (see running), by f.Pick among its running instances; the instance's
+// slot becomes the fault's target and is marked touched.
+func (c *campaign) pickVictim(f schedule.Fault, before observation, driver string, inj *injected) (inject.Instance, error) {
+	service, ok := c.running(f.Service)
+	if !ok {
+		return inject.Instance{}, errSkip{"every " + driver + " service is stopped"}
+	}
+	cands := instanceCandidates(before, service, driver)
+	if len(cands) == 0 {
+		return inject.Instance{}, errSkip{"no running instance of " + service}
+	}
+	victim := cands[int(f.Pick)%len(cands)]
+	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
+	inj.target = fmt.Sprintf("%s/%d", service, slot)
+	inj.touch(service, slot)
+	return victim, nil
+}
+
 // instanceCandidates lists the running instances of service on driver,
 // by slot and name.
 func instanceCandidates(before observation, service, driver string) []inject.Instance {
@@ -371,20 +391,11 @@ func instanceCandidates(before observation, service, driver string) []inject.Ins
 // outside the daemon: a workload process (process driver) or an incus
 // container's init, whose host pid the driver reports.
 func (c *campaign) killInstance(f schedule.Fault, before observation, driver string, inj *injected) error {
-	service, ok := c.running(f.Service)
-	if !ok {
-		return errSkip{"every " + driver + " service is stopped"}
+	victim, err := c.pickVictim(f, before, driver, inj)
+	if err != nil {
+		return err
 	}
-	f.Service = service
-	cands := instanceCandidates(before, f.Service, driver)
-	if len(cands) == 0 {
-		return errSkip{"no running instance of " + f.Service}
-	}
-	victim := cands[int(f.Pick)%len(cands)]
-	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
-	inj.target = fmt.Sprintf("%s/%d", f.Service, slot)
 	inj.detail = fmt.Sprintf("%s pid %d", victim.Name, victim.Pid)
-	inj.touch(f.Service, slot)
 	if err := syscall.Kill(victim.Pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL %d: %w", victim.Pid, err)
 	}
@@ -542,9 +553,7 @@ func (c *campaign) injectDaemonKill(ctx context.Context, f schedule.Fault, inj *
 
 // killAndRelaunch sends SIGKILL to n's daemon and starts it again at once.
 func killAndRelaunch(n *node, inj *injected) error {
-	n.mu.Lock()
-	old := n.pid
-	n.mu.Unlock()
+	old := n.currentPid()
 	if err := n.kill(); err != nil {
 		return err
 	}

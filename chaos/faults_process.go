@@ -8,14 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/schedule"
-	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/messages"
 	"golang.org/x/sys/unix"
 )
@@ -27,19 +25,11 @@ import (
 // campaign sends SIGCONT once the restart has begun, as a process that
 // unfreezes on its own would.
 func (c *campaign) injectWorkloadStop(ctx context.Context, f schedule.Fault, before observation, inj *injected) error {
-	service, ok := c.running(f.Service)
-	if !ok {
-		return errSkip{"every process service is stopped"}
+	victim, err := c.pickVictim(f, before, "process", inj)
+	if err != nil {
+		return err
 	}
-	cands := instanceCandidates(before, service, "process")
-	if len(cands) == 0 {
-		return errSkip{"no running instance of " + service}
-	}
-	victim := cands[int(f.Pick)%len(cands)]
-	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
-	inj.target = fmt.Sprintf("%s/%d", service, slot)
 	inj.detail = fmt.Sprintf("%s pid %d stopped (SIGSTOP)", victim.Name, victim.Pid)
-	inj.touch(service, slot)
 	if err := syscall.Kill(victim.Pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("SIGSTOP %d: %w", victim.Pid, err)
 	}
@@ -65,9 +55,7 @@ func (c *campaign) injectWorkloadStop(ctx context.Context, f schedule.Fault, bef
 // workload restart); after it the daemon catches up with whatever its
 // timers missed and must restart nothing healthy.
 func (c *campaign) injectDaemonStop(ctx context.Context, f schedule.Fault, inj *injected) error {
-	c.a.mu.Lock()
-	pid := c.a.pid
-	c.a.mu.Unlock()
+	pid := c.a.currentPid()
 	inj.target = "daemon of node " + c.a.name
 	d := time.Duration(f.Param("stop_ms")) * time.Millisecond
 	inj.detail = fmt.Sprintf("pid %d stopped for %s", pid, d)
@@ -87,9 +75,7 @@ func (c *campaign) injectDaemonStop(ctx context.Context, f schedule.Fault, inj *
 // the limit back. The daemon must not exit, must keep its workloads
 // (nothing healthy is restarted) and must serve again afterwards.
 func (c *campaign) injectFDLimit(ctx context.Context, f schedule.Fault, inj *injected) error {
-	c.a.mu.Lock()
-	pid := c.a.pid
-	c.a.mu.Unlock()
+	pid := c.a.currentPid()
 	inj.target = "daemon of node " + c.a.name
 	held, err := openFiles(pid)
 	if err != nil {
@@ -141,23 +127,15 @@ func openFiles(pid int) (int, error) {
 // DEMO_ALLOW_ALLOC): the kernel kills it in its cgroup, and the replica
 // must come back, its last error naming the OOM kill (DRV-14).
 func (c *campaign) injectOOM(ctx context.Context, f schedule.Fault, before observation, inj *injected) error {
-	service, ok := c.running(f.Service)
-	if !ok {
-		return errSkip{"every process service is stopped"}
+	victim, err := c.pickVictim(f, before, "process", inj)
+	if err != nil {
+		return err
 	}
-	cands := instanceCandidates(before, service, "process")
-	if len(cands) == 0 {
-		return errSkip{"no running instance of " + service}
-	}
-	victim := cands[int(f.Pick)%len(cands)]
 	r, ok := before.replica(victim.Name)
 	addr := r.Addresses[80] // shop/web's target port
 	if !ok || addr == "" {
 		return errSkip{"no address for " + victim.Name}
 	}
-	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
-	inj.target = fmt.Sprintf("%s/%d", service, slot)
-	inj.touch(service, slot)
 	url := fmt.Sprintf("http://%s/alloc?mib=%d", addr, oomMiB)
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -121,9 +121,7 @@ func (c *campaign) printLossWindows() {
 // the replication class bounds. The daemon is then relaunched, empty
 // handed, so the pair runs two nodes again.
 func (c *campaign) crashNode(n *node, p *hostPair, inj *injected) error {
-	n.mu.Lock()
-	old := n.pid
-	n.mu.Unlock()
+	old := n.currentPid()
 	if err := n.kill(); err != nil {
 		return err
 	}

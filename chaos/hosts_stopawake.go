@@ -30,9 +30,7 @@ func (c *campaign) injectStopAwake(ctx context.Context, f schedule.Fault, p *hos
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.currentPid()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("SIGSTOP %d: %w", pid, err)
 	}

@@ -44,9 +44,7 @@ const (
 func (c *campaign) injectJournal(ctx context.Context, f schedule.Fault, inj *injected) error {
 	n := c.a
 	jdir := filepath.Join(n.dataDir(), "journal")
-	n.mu.Lock()
-	old := n.pid
-	n.mu.Unlock()
+	old := n.currentPid()
 	logFrom := fileLen(n.logPath())
 	kill := f.Params["damage"] == "wal" || f.Param("kill") == 1
 	if err := c.stopForJournal(ctx, n, kill); err != nil {

@@ -91,6 +91,13 @@ func (n *node) launch() error {
 	return nil
 }
 
+// currentPid is the pid of the daemon process last launched.
+func (n *node) currentPid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.pid
+}
+
 // alive reports whether the daemon process runs.
 func (n *node) alive() bool {
 	n.mu.Lock()
