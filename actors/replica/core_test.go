@@ -380,6 +380,25 @@ func TestSUP9RestartedActorWatchesItsRun(t *testing.T) {
 	}
 }
 
+// Issue 18 (found by the chaos fault clock.jump): a run whose start the
+// driver wrote down before the wall clock was stepped back lies "in the
+// future" of every probe for as long as the step. It is probed and served
+// all the same: a probe is judged by when this replica learned of the run
+// (its own clock), not by the driver's wall time; before, every probe
+// result was taken for an earlier run's and the replica stayed probing.
+func TestSVC7RunStartedAheadOfTheClockIsProbed(t *testing.T) {
+	m := newSim(t, true)
+	ahead := m.now.Add(10 * time.Minute)
+	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: ahead}}).wantPhase(PhaseProbing, false)
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+	if !m.s.StartedAt.Equal(ahead) {
+		t.Fatalf("the run's identity changed: %v", m.s.StartedAt)
+	}
+	stale := result(probe.Healthy, m.now.Add(-time.Second)) // started before the run was seen
+	m.s.InRotation, m.s.Phase = false, PhaseProbing
+	m.do(stale).wantPhase(PhaseProbing, false)
+}
+
 // Properties over random event sequences: at most one driver call at a
 // time, in rotation only while running, nothing started against a stop or
 // retire intent, and a failed replica starts only after an operator's start.
