@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,6 +246,21 @@ func TestPanicCandidates(t *testing.T) {
 		}
 		if got := panicCandidates(schedule.Fault{Kind: kind, Service: svc}, obs); !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", kind, got, want)
+		}
+	}
+}
+
+// Issue 18: docs/chaos.md lists every fault kind with its weights in the
+// ci and soak mixes, as the code has them.
+func TestDocsListEveryKindAndItsWeights(t *testing.T) {
+	doc, err := os.ReadFile("../docs/chaos.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range schedule.AllKinds() {
+		row := fmt.Sprintf("| `%s` | %d | %d |", k, fullMix[k], soakMix[k])
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/chaos.md lacks the row %s", row)
 		}
 	}
 }
