@@ -16,7 +16,12 @@ const openBit = int64(1) << 62
 type Gate struct {
 	word     atomic.Int64 // openBit | in-flight count
 	addr     atomic.Pointer[string]
-	activity atomic.Int64 // unix nanoseconds of the last counted request's end
+	// activity is when the last counted request ended, as the node's
+	// clock gave it: with its monotonic reading, so the idle window is
+	// measured on the monotonic clock and a wall clock stepped back or
+	// forward does not keep the host awake, or put it to sleep early
+	// (issue 18, clock.jump-awake: a host stayed awake 10 minutes).
+	activity atomic.Pointer[time.Time]
 	// until is when this node's lease may no longer be acted on (its
 	// ValidUntil, on the node's monotonic clock): past it nothing is
 	// admitted, open or not. A node frozen past its lease's TTL (SIGSTOP,
@@ -119,19 +124,17 @@ func (g *Gate) InFlight() int { return int(g.word.Load() &^ openBit) }
 // LastActivity is when the last counted request ended (or the wake that
 // a request caused), zero if never.
 func (g *Gate) LastActivity() time.Time {
-	n := g.activity.Load()
-	if n == 0 {
-		return time.Time{}
+	if t := g.activity.Load(); t != nil {
+		return *t
 	}
-	return time.Unix(0, n)
+	return time.Time{}
 }
 
 // stamp moves the activity time forward, never back.
 func (g *Gate) stamp(at time.Time) {
-	n := at.UnixNano()
 	for {
 		cur := g.activity.Load()
-		if n <= cur || g.activity.CompareAndSwap(cur, n) {
+		if cur != nil && !at.After(*cur) || g.activity.CompareAndSwap(cur, &at) {
 			return
 		}
 	}

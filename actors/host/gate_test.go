@@ -124,3 +124,29 @@ func TestACT14GateFencedByLease(t *testing.T) {
 	}
 	g.Leave(t0, false)
 }
+
+// ACT-7, issue 18 (found by the chaos fault clock.jump-awake): the last
+// activity keeps the monotonic reading of the clock that stamped it, so
+// the idle window is measured on the monotonic clock. Kept as wall time
+// only, a wall clock stepped back kept a host awake for the step's length
+// (the stamp lay in the future), and one stepped forward would put a
+// host in use to sleep early.
+func TestACT7ActivityKeepsTheMonotonicClock(t *testing.T) {
+	g := NewGate()
+	now := time.Now() // a reading with a monotonic clock
+	g.Open("a:1", now)
+	if la := g.LastActivity(); la == la.Round(0) || !la.Equal(now) {
+		t.Fatalf("the activity stamp lost its monotonic reading: %v", la)
+	}
+	later := now.Add(time.Second)
+	g.Leave(later, true)
+	g.word.Add(1) // undo Leave's decrement (nothing was admitted)
+	if la := g.LastActivity(); la == la.Round(0) || !la.Equal(later) {
+		t.Fatalf("a later stamp: %v", la)
+	}
+	g.Leave(now, true) // an older stamp never moves it back
+	g.word.Add(1)
+	if !g.LastActivity().Equal(later) {
+		t.Fatalf("activity moved back: %v", g.LastActivity())
+	}
+}
