@@ -51,7 +51,7 @@ var fullMix = schedule.Mix{
 	schedule.PanicRoot: 3, schedule.PanicStack: 4, schedule.PanicService: 8, schedule.PanicReplica: 12,
 	schedule.PanicHost: 3, schedule.PanicSidecar: 2, schedule.PanicActivator: 2,
 	schedule.WorkloadKill: 14, schedule.IncusKillInit: 4, schedule.WorkloadStop: 2, schedule.WorkloadOOM: 2,
-	schedule.DriverFail: 7, schedule.DriverTimeout: 3, schedule.DriverHang: 2,
+	schedule.DriverFail: 7, schedule.DriverTimeout: 2, schedule.DriverHang: 1,
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
 	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskTornState: 1,
@@ -71,6 +71,7 @@ var soakMix = func() schedule.Mix {
 		m[k] = w
 	}
 	m[schedule.DriverHang], m[schedule.LeaseExpire], m[schedule.DaemonKillSleep], m[schedule.DaemonKillAwake] = 4, 4, 4, 4
+	m[schedule.DriverTimeout] = 3
 	m[schedule.StoreError], m[schedule.StoreConflict] = 4, 4
 	m[schedule.DaemonStopAwake] = 3 // a lease TTL (30s) each: soak only
 	m[schedule.Compound] = 8        // several faults at once (REL-4)
