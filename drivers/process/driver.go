@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -136,8 +137,11 @@ type instance struct {
 	cgRetiring chan struct{}
 
 	saveMu sync.Mutex
-	saved  uint64 // version on disk
-	gone   bool   // the directory was removed
+	saved  atomic.Uint64 // version on disk; written under saveMu
+	gone   bool          // the directory was removed
+	// armedAt is the version of rec that first held its NextToken: once
+	// saved has reached it, the next launch is announced on disk.
+	armedAt uint64
 }
 
 // New opens (or creates) Dir and adopts the instances whose processes are
@@ -264,7 +268,7 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		return in, nil
 	}
 	if !rec.Running {
-		return in, nil
+		return in, d.loadArmed(in)
 	}
 	ok, err := d.attach(in, rec.Pid, rec.ProcStart)
 	if err != nil {
@@ -277,6 +281,17 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 	// Gone, or the pid now belongs to another process: the run ended while
 	// no driver watched it, with an exit code nobody saw.
 	d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("instance process is gone; not adopted")
+	oldPid, oldToken := rec.Pid, rec.RunToken
+	if adopted, err := d.adoptArmed(in); err != nil || adopted {
+		if adopted {
+			// The last daemon saw that run end and restarted it: what the
+			// ended run left was killed then. Only its own group is
+			// looked at; the cgroup now holds the adopted run.
+			d.killLeftovers(name, oldPid, oldToken)
+			d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("adopted a restart the last daemon did not live to record")
+		}
+		return in, err
+	}
 	d.killLeftovers(name, rec.Pid, rec.RunToken)
 	if in.cg != nil {
 		// Everything the run left, also outside its process group.
@@ -291,6 +306,16 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		d.log.Error().Err(err).Str("instance", name).Msg("cannot record the lost run")
 	}
 	return in, nil
+}
+
+// loadArmed adopts the restart a stopped record announces, if it ran
+// (adoptArmed).
+func (d *Driver) loadArmed(in *instance) error {
+	adopted, err := d.adoptArmed(in)
+	if adopted {
+		d.log.Info().Str("instance", in.name).Int("pid", in.rec.Pid).Msg("adopted a run whose start the last daemon did not live to record")
+	}
+	return err
 }
 
 func (d *Driver) newInstance(dir string, rec *record) *instance {

@@ -77,7 +77,7 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		}
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
 	}
-	rec := &record{Spec: cloneSpec(spec), ExitCode: -1}
+	rec := &record{Spec: cloneSpec(spec), ExitCode: -1, NextToken: newRunToken()}
 	if err := d.sealSecrets(rec); err != nil {
 		os.Remove(dir)
 		return d.errorf(opCreate, spec.Name, drivers.ErrInvalid, "%v", err)
@@ -157,7 +157,7 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 	}
 
 	run := in.run + 1
-	token := newRunToken()
+	token, announced := in.launchToken(hostPorts)
 	attr := &syscall.ProcAttr{
 		Dir:   spec.WorkingDir,
 		Env:   withSecretsDir(append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token), secretsDir),
@@ -176,19 +176,29 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
 		}
 	}
-	if err := d.recordLaunch(in, token, hostPorts); err != nil {
-		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
+	// The launch is on disk before the spawn (DRV-4): announced by the
+	// last record already (launch.go), else saved now.
+	if !announced {
+		if err := d.recordLaunch(in, token, hostPorts); err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
+		}
 	}
 	sp, err := d.r.spawn(prog, argv, attr, in.cg, true, d.onExit(in, run))
 	if err != nil {
-		in.rec.Launching = false
-		in.persist(in.snapshot())
+		if !announced {
+			in.rec.Launching = false
+			in.persist(in.snapshot())
+		}
 		return nil, drivers.Wrap(DriverName, opStart, name, spawnKind(err), err)
 	}
 	in.run, in.proc, in.runDone = run, sp.proc, make(chan struct{})
 	in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.Launching = true, sp.proc.pid, sp.procStart, false
 	in.rec.StartedAt = d.nextStartedAt(in)
 	in.rec.ExitCode, in.rec.Signal, in.rec.Reason = 0, "", ""
+	if announced {
+		in.rec.RunToken, in.rec.LaunchedAt, in.rec.HostPorts = token, in.rec.StartedAt, hostPorts
+	}
+	in.arm()
 	// Recorded before Start returns: a daemon that dies now must find the
 	// run on restart, or it would start a second one. So a run that cannot
 	// be recorded is ended.
