@@ -74,6 +74,9 @@ type reaper struct {
 	sigch   chan os.Signal // SIGCHLD, in subreaper mode
 	sigEnd  chan struct{}
 	subreap bool
+	// forker forks into v1 cgroups from one thread kept for it, while
+	// the reaper runs (cgroup.Spawner).
+	forker *cgroup.Spawner
 }
 
 // theReaper is the process-wide reaper; its maps outlive a stop so children
@@ -110,6 +113,7 @@ func (r *reaper) acquire() error {
 		}
 	}
 	r.epfd, r.wakefd, r.refs = epfd, wakefd, 1
+	r.forker = cgroup.NewSpawner()
 	r.loopEnd = make(chan struct{})
 	go r.loop(epfd, wakefd, r.loopEnd)
 	if r.subreap {
@@ -143,11 +147,13 @@ func (r *reaper) release() {
 			unix.Close(fd)
 		}
 	}
+	forker := r.forker
 	r.mu.Unlock()
 	<-loopEnd
 	if sigEnd != nil {
 		<-sigEnd
 	}
+	forker.Close()
 	r.mu.Lock()
 	unix.Close(r.epfd)
 	unix.Close(r.wakefd)
@@ -285,6 +291,9 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, in *
 
 	r.spawnMu.Lock()
 	defer r.spawnMu.Unlock()
+	r.mu.Lock()
+	forker := r.forker
+	r.mu.Unlock()
 	var pid int
 	fork := func() (err error) {
 		pid, err = syscall.ForkExec(argv0, argv, &a)
@@ -292,7 +301,7 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, in *
 	}
 	var err error
 	if in != nil {
-		err = in.Start(&sys, fork)
+		err = forker.Start(in, &sys, fork)
 	} else {
 		err = fork()
 	}
