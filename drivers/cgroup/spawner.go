@@ -25,19 +25,35 @@ import (
 // workload's group. A new thread cost 0.1 ms at the median and up to 3 ms
 // at p90 on the restart path (PERF-1, docs/drivers.md).
 //
+// Prejoin moves the thread into a group ahead of a fork that is coming
+// (the process driver's restart of a run that just ended), so the joins
+// happen while the fork is being prepared; Release takes it back home if
+// the fork does not come. While it waits in a group the thread is listed
+// in its tasks (Procs leaves the daemon out).
+//
 // The thread starts at the first fork into a v1 group and ends with
 // Close. Should it fail to go back to its own groups, it ends (the
-// runtime ends a thread whose goroutine exits locked) and the next fork
-// starts another. On v2, Start is Group.Start: clone3 places the child.
+// runtime ends a thread whose goroutine exits locked: the kernel takes it
+// out of every group) and the next fork starts another. On v2, Start is
+// Group.Start: clone3 places the child.
 type Spawner struct {
 	mu     sync.Mutex
-	reqs   chan forkReq
+	ops    chan spawnOp
 	ended  chan struct{} // closed when the current thread has ended
 	stop   chan struct{}
 	closed bool
 }
 
-type forkReq struct {
+type opKind int
+
+const (
+	opFork opKind = iota
+	opPrejoin
+	opRelease
+)
+
+type spawnOp struct {
+	kind opKind
 	g    *Group
 	fork func() error
 	done chan error
@@ -53,41 +69,78 @@ func (s *Spawner) Start(g *Group, sys *syscall.SysProcAttr, fork func() error) e
 	if s == nil || g.h.version == V2 {
 		return g.Start(sys, fork)
 	}
-	reqs, ended, err := s.thread()
+	ops, ended, err := s.thread(true)
 	if err != nil {
 		return g.Start(sys, fork) // closed, or the thread cannot start: a thread of its own
 	}
-	req := forkReq{g: g, fork: fork, done: make(chan error, 1)}
+	op := spawnOp{kind: opFork, g: g, fork: fork, done: make(chan error, 1)}
 	select {
-	case reqs <- req:
-		return <-req.done
+	case ops <- op:
+		return <-op.done
 	case <-ended:
 		return g.Start(sys, fork)
 	}
 }
 
-// thread returns the running thread's queue, starting one if none runs.
-func (s *Spawner) thread() (chan forkReq, chan struct{}, error) {
+// Prejoin moves the thread into g ahead of a fork into g, if the thread
+// runs and is free to take it now; it never waits. Every Prejoin is
+// followed by a Start or a Release of g.
+func (s *Spawner) Prejoin(g *Group) {
+	if s == nil || g.h.version == V2 {
+		return
+	}
+	ops, _, err := s.thread(false)
+	if err != nil {
+		return
+	}
+	select {
+	case ops <- spawnOp{kind: opPrejoin, g: g}:
+	default:
+	}
+}
+
+// Release takes the thread back home if it waits in g for a fork that
+// will not come.
+func (s *Spawner) Release(g *Group) {
+	if s == nil || g.h.version == V2 {
+		return
+	}
+	ops, ended, err := s.thread(false)
+	if err != nil {
+		return
+	}
+	select {
+	case ops <- spawnOp{kind: opRelease, g: g}:
+	case <-ended:
+	}
+}
+
+// thread returns the running thread's queue, starting one if none runs
+// and start is set.
+func (s *Spawner) thread(start bool) (chan spawnOp, chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, nil, errors.New("spawner closed")
 	}
-	if s.reqs != nil {
+	if s.ops != nil {
 		select {
 		case <-s.ended:
 		default:
-			return s.reqs, s.ended, nil
+			return s.ops, s.ended, nil
 		}
 	}
-	reqs, ended, started := make(chan forkReq), make(chan struct{}), make(chan error, 1)
-	go s.loop(reqs, ended, started)
+	if !start {
+		return nil, nil, errors.New("no spawner thread")
+	}
+	ops, ended, started := make(chan spawnOp, 16), make(chan struct{}), make(chan error, 1)
+	go s.loop(ops, ended, started)
 	if err := <-started; err != nil {
 		<-ended
 		return nil, nil, err
 	}
-	s.reqs, s.ended = reqs, ended
-	return reqs, ended, nil
+	s.ops, s.ended = ops, ended
+	return ops, ended, nil
 }
 
 // Close ends the thread, once a fork under way is done.
@@ -107,11 +160,11 @@ func (s *Spawner) Close() {
 }
 
 // loop is the spawner's thread.
-func (s *Spawner) loop(reqs chan forkReq, ended chan struct{}, started chan<- error) {
+func (s *Spawner) loop(ops chan spawnOp, ended chan struct{}, started chan<- error) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
 		// The main thread cannot be ended: hand over to another one.
-		go s.loop(reqs, ended, started)
+		go s.loop(ops, ended, started)
 		runtime.UnlockOSThread()
 		return
 	}
@@ -122,23 +175,58 @@ func (s *Spawner) loop(reqs chan forkReq, ended chan struct{}, started chan<- er
 	if err != nil {
 		return
 	}
+	var in *Group // the group the thread waits in; nil: home
 	for {
 		select {
 		case <-s.stop:
 			return
-		case req := <-reqs:
-			joined, err := req.g.join()
-			if err == nil {
-				err = req.fork()
+		case op := <-ops:
+			var err error
+			if op.kind != opRelease && in != op.g {
+				in, err = moveTo(in, op.g, home)
 			}
-			req.done <- err
-			// The caller runs on, on another thread (the runtime hands it
-			// to an idle one): going home is off its path.
-			if goHome(joined, home) != nil {
-				return
+			switch op.kind {
+			case opFork:
+				if err == nil {
+					err = op.fork()
+				}
+				// The caller runs on, on another thread (the runtime hands
+				// it to an idle one): going home is off its path.
+				op.done <- err
+			case opRelease:
+				if in != op.g {
+					continue
+				}
+			}
+			if err != nil || op.kind != opPrejoin {
+				if in, err = moveTo(in, nil, home); err != nil {
+					return // stuck in a workload's group: end the thread
+				}
 			}
 		}
 	}
+}
+
+// moveTo moves the calling thread from group from (nil: home) into group
+// to (nil: home), by way of home. It returns where the thread is: to, or
+// home after a join that failed (an error then); a thread that cannot get
+// home returns an error with from.
+func moveTo(from, to *Group, home map[string]string) (*Group, error) {
+	if from != nil {
+		if err := goHome(from.h.hs, home); err != nil {
+			return from, err
+		}
+	}
+	if to == nil {
+		return nil, nil
+	}
+	if _, err := to.join(); err != nil {
+		if herr := goHome(to.h.hs, home); herr != nil {
+			return to, herr
+		}
+		return nil, err
+	}
+	return to, nil
 }
 
 // join moves the calling thread into g in every hierarchy ("0" names the

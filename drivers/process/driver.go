@@ -122,6 +122,11 @@ type instance struct {
 	runDone  chan struct{} // closed when the current run ends
 	lastExit drivers.Exit
 	watches  map[uint64]*drivers.OnceWatch
+	// restart is the restart the current run's end may have at once, as
+	// a watch authorized it (restart.go); pendingRestart is the run whose
+	// end is having it, until the restart is made or given up.
+	restart        *restartAuth
+	pendingRestart uint64
 	deleted  bool
 	prog     string // resolved command, re-resolved when it stops being executable
 	version  uint64 // of rec, bumped at every change

@@ -245,12 +245,17 @@ func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 			d.bg.Done()
 			return
 		}
-		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, Reason: d.oomReason(in, st), At: d.clk.Now()}
+		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, At: d.clk.Now()}
 		in.proc, in.lastExit, in.leftovers = nil, exit, in.leftovers || st.leftovers
 		in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.StartedAt = false, 0, 0, time.Time{}
-		in.rec.ExitCode, in.rec.Signal, in.rec.Reason = st.code, st.signal, exit.Reason
+		in.rec.ExitCode, in.rec.Signal = st.code, st.signal
 		close(in.runDone)
 		ws := in.takeWatches()
+		if d.restartAtOnce(in, run, st, exit, ws) { // restart.go
+			return
+		}
+		exit.Reason = d.oomReason(in, st)
+		in.lastExit.Reason, in.rec.Reason = exit.Reason, exit.Reason
 		snap, v := in.snapshot()
 		in.mu.Unlock()
 		if len(ws) > 0 {
@@ -309,6 +314,7 @@ func (d *Driver) Stop(ctx context.Context, name string, grace time.Duration) err
 	if err != nil {
 		return err
 	}
+	in.disarmRestart()
 	p, done, cg := in.proc, in.runDone, in.cg
 	if p != nil {
 		d.signalRun(p, cg, unix.SIGTERM)
@@ -347,6 +353,7 @@ func (d *Driver) Kill(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	in.disarmRestart()
 	p, done, cg := in.proc, in.runDone, in.cg
 	if p != nil {
 		d.signalRun(p, cg, unix.SIGKILL)
@@ -408,6 +415,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 		in.mu.Unlock()
 		return d.errorf(opDelete, name, drivers.ErrInvalid, "instance is running; stop it first")
 	}
+	in.disarmRestart()
 	if ch := in.cgRetiring; in.cg != nil || ch != nil && !isClosed(ch) {
 		in.mu.Unlock()
 		if err := d.retire(ctx, opDelete, in); err != nil {
@@ -500,6 +508,12 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 // not running it calls fn soon, in its own goroutine, with the last exit.
 // No call begins after stop returns.
 func (d *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
+	return d.watch(name, fn, nil)
+}
+
+// watch is Watch, authorizing a restart of the current run when p is set
+// (WatchRestart, restart.go).
+func (d *Driver) watch(name string, fn func(drivers.Exit), p *drivers.RestartPolicy) (func(), error) {
 	in, err := d.lockLive(opWatch, name)
 	if err != nil {
 		return nil, err
@@ -515,10 +529,16 @@ func (d *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
 	id := d.nextWatch
 	d.mu.Unlock()
 	in.watches[id] = w
+	if p != nil {
+		in.restart = &restartAuth{watch: id, policy: *p}
+	}
 	return func() {
 		w.Cancel()
 		in.mu.Lock()
 		delete(in.watches, id)
+		if in.restart != nil && in.restart.watch == id {
+			in.restart = nil
+		}
 		in.mu.Unlock()
 	}, nil
 }
