@@ -127,9 +127,9 @@ type instance struct {
 	// end is having it, until the restart is made or given up.
 	restart        *restartAuth
 	pendingRestart uint64
-	deleted  bool
-	prog     string // resolved command, re-resolved when it stops being executable
-	version  uint64 // of rec, bumped at every change
+	deleted        bool
+	prog           string // resolved command, re-resolved when it stops being executable
+	version        uint64 // of rec, bumped at every change
 	// secretsLost: the state file's sealed env values did not open (the
 	// node key changed); the instance must not start without them.
 	secretsLost error
