@@ -38,10 +38,20 @@ import (
 // Group.Start: clone3 places the child.
 type Spawner struct {
 	mu     sync.Mutex
-	ops    chan spawnOp
-	ended  chan struct{} // closed when the current thread has ended
-	stop   chan struct{}
+	t      *spawnThread // the running thread; nil when none
 	closed bool
+}
+
+// spawnThread is the Spawner's thread and its queue. The thread sleeps in
+// a read of an eventfd, the queue's doorbell: a write wakes it at once,
+// whether or not the Go scheduler has a P to spare at that moment (a
+// readied goroutine locked to its thread waits for one).
+type spawnThread struct {
+	bell  int // eventfd
+	mu    sync.Mutex
+	queue []spawnOp
+	stop  bool
+	ended chan struct{} // closed when the thread has ended
 }
 
 type opKind int
@@ -60,7 +70,7 @@ type spawnOp struct {
 }
 
 // NewSpawner returns a Spawner; its thread starts with the first fork.
-func NewSpawner() *Spawner { return &Spawner{stop: make(chan struct{})} }
+func NewSpawner() *Spawner { return &Spawner{} }
 
 // Start runs fork, which must create the child with sys, so that the
 // child is inside g before its first instruction, as Group.Start does. A
@@ -69,33 +79,36 @@ func (s *Spawner) Start(g *Group, sys *syscall.SysProcAttr, fork func() error) e
 	if s == nil || g.h.version == V2 {
 		return g.Start(sys, fork)
 	}
-	ops, ended, err := s.thread(true)
+	t, err := s.thread(true)
 	if err != nil {
 		return g.Start(sys, fork) // closed, or the thread cannot start: a thread of its own
 	}
 	op := spawnOp{kind: opFork, g: g, fork: fork, done: make(chan error, 1)}
-	select {
-	case ops <- op:
-		return <-op.done
-	case <-ended:
+	if !t.push(op) {
 		return g.Start(sys, fork)
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-t.ended:
+		select {
+		case err := <-op.done: // answered just before it ended
+			return err
+		default:
+			return g.Start(sys, fork)
+		}
 	}
 }
 
 // Prejoin moves the thread into g ahead of a fork into g, if the thread
-// runs and is free to take it now; it never waits. Every Prejoin is
-// followed by a Start or a Release of g.
+// runs; it never waits. Every Prejoin is followed by a Start or a Release
+// of g.
 func (s *Spawner) Prejoin(g *Group) {
 	if s == nil || g.h.version == V2 {
 		return
 	}
-	ops, _, err := s.thread(false)
-	if err != nil {
-		return
-	}
-	select {
-	case ops <- spawnOp{kind: opPrejoin, g: g}:
-	default:
+	if t, err := s.thread(false); err == nil {
+		t.push(spawnOp{kind: opPrejoin, g: g})
 	}
 }
 
@@ -105,42 +118,77 @@ func (s *Spawner) Release(g *Group) {
 	if s == nil || g.h.version == V2 {
 		return
 	}
-	ops, ended, err := s.thread(false)
-	if err != nil {
-		return
-	}
-	select {
-	case ops <- spawnOp{kind: opRelease, g: g}:
-	case <-ended:
+	if t, err := s.thread(false); err == nil {
+		t.push(spawnOp{kind: opRelease, g: g})
 	}
 }
 
-// thread returns the running thread's queue, starting one if none runs
-// and start is set.
-func (s *Spawner) thread(start bool) (chan spawnOp, chan struct{}, error) {
+// push queues op and rings; false when the thread is ending.
+func (t *spawnThread) push(op spawnOp) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop {
+		return false
+	}
+	t.queue = append(t.queue, op)
+	t.ring()
+	return true
+}
+
+// ring wakes the thread; t.mu must be held (the eventfd is closed under
+// it once stop is set).
+func (t *spawnThread) ring() {
+	one := [8]byte{1}
+	unix.Write(t.bell, one[:])
+}
+
+// take waits for the doorbell and returns what is queued; stop when the
+// thread is to end.
+func (t *spawnThread) take() (ops []spawnOp, stop bool) {
+	var b [8]byte
+	for {
+		_, err := unix.Read(t.bell, b[:])
+		if err == nil || !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ops, t.queue = t.queue, nil
+	return ops, t.stop
+}
+
+// thread returns the running thread, starting one if none runs and start
+// is set.
+func (s *Spawner) thread(start bool) (*spawnThread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, nil, errors.New("spawner closed")
+		return nil, errors.New("spawner closed")
 	}
-	if s.ops != nil {
+	if t := s.t; t != nil {
 		select {
-		case <-s.ended:
+		case <-t.ended:
 		default:
-			return s.ops, s.ended, nil
+			return t, nil
 		}
 	}
 	if !start {
-		return nil, nil, errors.New("no spawner thread")
+		return nil, errors.New("no spawner thread")
 	}
-	ops, ended, started := make(chan spawnOp, 16), make(chan struct{}), make(chan error, 1)
-	go s.loop(ops, ended, started)
+	bell, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup spawner: eventfd: %w", err)
+	}
+	t := &spawnThread{bell: bell, ended: make(chan struct{})}
+	started := make(chan error, 1)
+	go t.loop(started)
 	if err := <-started; err != nil {
-		<-ended
-		return nil, nil, err
+		<-t.ended
+		return nil, err
 	}
-	s.ops, s.ended = ops, ended
-	return ops, ended, nil
+	s.t = t
+	return t, nil
 }
 
 // Close ends the thread, once a fork under way is done.
@@ -151,25 +199,37 @@ func (s *Spawner) Close() {
 		return
 	}
 	s.closed = true
-	close(s.stop)
-	ended := s.ended
+	t := s.t
 	s.mu.Unlock()
-	if ended != nil {
-		<-ended
+	if t == nil {
+		return
 	}
+	t.mu.Lock()
+	if !t.stop {
+		t.stop = true
+		t.ring()
+	}
+	t.mu.Unlock()
+	<-t.ended
 }
 
 // loop is the spawner's thread.
-func (s *Spawner) loop(ops chan spawnOp, ended chan struct{}, started chan<- error) {
+func (t *spawnThread) loop(started chan<- error) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
 		// The main thread cannot be ended: hand over to another one.
-		go s.loop(ops, ended, started)
+		go t.loop(started)
 		runtime.UnlockOSThread()
 		return
 	}
 	// From here the thread is never unlocked: it ends with the goroutine.
-	defer close(ended)
+	defer func() {
+		t.mu.Lock()
+		t.stop = true
+		unix.Close(t.bell)
+		t.mu.Unlock()
+		close(t.ended)
+	}()
 	home, err := ownGroups()
 	started <- err
 	if err != nil {
@@ -177,34 +237,45 @@ func (s *Spawner) loop(ops chan spawnOp, ended chan struct{}, started chan<- err
 	}
 	var in *Group // the group the thread waits in; nil: home
 	for {
-		select {
-		case <-s.stop:
+		ops, stop := t.take()
+		if stop {
 			return
-		case op := <-ops:
-			var err error
-			if op.kind != opRelease && in != op.g {
-				in, err = moveTo(in, op.g, home)
-			}
-			switch op.kind {
-			case opFork:
-				if err == nil {
-					err = op.fork()
-				}
-				// The caller runs on, on another thread (the runtime hands
-				// it to an idle one): going home is off its path.
-				op.done <- err
-			case opRelease:
-				if in != op.g {
-					continue
-				}
-			}
-			if err != nil || op.kind != opPrejoin {
-				if in, err = moveTo(in, nil, home); err != nil {
-					return // stuck in a workload's group: end the thread
-				}
+		}
+		for _, op := range ops {
+			if in, err = step(in, op, home); err != nil {
+				return // stuck in a workload's group: end the thread
 			}
 		}
 	}
+}
+
+// step does one op; the thread is in group in (nil: home). It returns
+// where the thread is, and an error only when it cannot get home.
+func step(in *Group, op spawnOp, home map[string]string) (*Group, error) {
+	if op.kind == opRelease {
+		if in != op.g {
+			return in, nil
+		}
+		return moveTo(in, nil, home)
+	}
+	var err error
+	if in != op.g {
+		if in, err = moveTo(in, op.g, home); in != nil && in != op.g {
+			return in, err // stuck where it was
+		}
+	}
+	if op.kind == opPrejoin && err == nil {
+		return in, nil // waits there for the fork
+	}
+	if op.kind == opFork {
+		if err == nil {
+			err = op.fork()
+		}
+		// The caller runs on, on another thread: going home is off its
+		// path.
+		op.done <- err
+	}
+	return moveTo(in, nil, home)
 }
 
 // moveTo moves the calling thread from group from (nil: home) into group

@@ -237,10 +237,20 @@ func spawnKind(err error) error {
 func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 	return func(st exitStatus) {
 		if !d.track() {
-			return // closed: the next Driver on Dir will see the run ended
+			// Closed: the next Driver on Dir will see the run ended.
+			if st.prejoined {
+				in.mu.Lock()
+				cg := in.cg
+				in.mu.Unlock()
+				d.r.unjoin(cg)
+			}
+			return
 		}
 		in.mu.Lock()
 		if in.run != run || in.proc == nil {
+			if st.prejoined {
+				d.r.unjoin(in.cg)
+			}
 			in.mu.Unlock()
 			d.bg.Done()
 			return
@@ -258,9 +268,6 @@ func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 		in.lastExit.Reason, in.rec.Reason = exit.Reason, exit.Reason
 		snap, v := in.snapshot()
 		in.mu.Unlock()
-		if len(ws) > 0 {
-			go fireAll(ws, exit)
-		}
 		// The exit is written off the restart path. Should the daemon die
 		// first, the stale "running" record fails the pid+start-time check
 		// on restart and the run is seen as ended (exit code unknown).
@@ -270,6 +277,11 @@ func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 				d.log.Error().Err(err).Str("instance", in.name).Msg("cannot record the exit")
 			}
 		}()
+		if len(ws) > 0 {
+			// Started last, so it runs first: the runtime runs the
+			// goroutine started last next on this P.
+			go fireAll(ws, exit)
+		}
 		d.log.Debug().Str("instance", in.name).Int("exit_code", st.code).Str("signal", st.signal).Msg("instance exited")
 	}
 }
@@ -531,6 +543,7 @@ func (d *Driver) watch(name string, fn func(drivers.Exit), p *drivers.RestartPol
 	in.watches[id] = w
 	if p != nil {
 		in.restart = &restartAuth{watch: id, policy: *p}
+		in.proc.restartArmed.Store(true)
 	}
 	return func() {
 		w.Cancel()
@@ -538,6 +551,9 @@ func (d *Driver) watch(name string, fn func(drivers.Exit), p *drivers.RestartPol
 		delete(in.watches, id)
 		if in.restart != nil && in.restart.watch == id {
 			in.restart = nil
+			if in.proc != nil {
+				in.proc.restartArmed.Store(false)
+			}
 		}
 		in.mu.Unlock()
 	}, nil

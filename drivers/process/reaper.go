@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +34,10 @@ type exitStatus struct {
 	// leftovers: the run's cgroup still held processes; they were sent
 	// SIGKILL.
 	leftovers bool
+	// prejoined: the spawner thread was sent into the run's cgroup for a
+	// restart at once (restart.go); whoever does not restart sends it
+	// back.
+	prejoined bool
 }
 
 var unknownExit = exitStatus{code: -1}
@@ -60,6 +65,10 @@ type proc struct {
 	// cg is the run's cgroup, emptied when its main process ends
 	// (DRV-15); nil for probes and runs without one.
 	cg *cgroup.Group
+	// restartArmed: a watch authorized a restart at once of this run
+	// (restart.go), so the spawner thread joins cg as soon as the exit is
+	// seen, while the exit is handled and the start prepared.
+	restartArmed atomic.Bool
 }
 
 type reaper struct {
@@ -188,6 +197,11 @@ func (r *reaper) loop(epfd, wakefd int, end chan struct{}) {
 			}
 			r.finishFd(fd)
 		}
+		// Let what the exits made runnable (a restart, the watches' hand
+		// off) run now: epoll_wait is a blocking syscall that keeps this
+		// goroutine's P until the runtime's monitor takes it back, up to
+		// milliseconds later, and the goroutines readied here wait on it.
+		runtime.Gosched()
 	}
 }
 
@@ -203,6 +217,7 @@ func (r *reaper) finishFd(fd int) {
 		r.mu.Unlock()
 		return
 	}
+	prejoined := p.restartArmed.Load() && r.prejoinLocked(p.cg)
 	status := unknownExit
 	if p.child {
 		status = r.reapLocked(p)
@@ -212,11 +227,14 @@ func (r *reaper) finishFd(fd int) {
 		signalPgrp(p.pidfd, p.pid, unix.SIGKILL)
 		status.leftovers = emptyGroup(p)
 	}
+	status.prejoined = prejoined
 	r.forgetLocked(p)
 	onExit := p.onExit
 	r.mu.Unlock()
 	if onExit != nil {
 		onExit(status)
+	} else if prejoined {
+		r.unjoin(p.cg)
 	}
 }
 

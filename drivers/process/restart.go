@@ -38,6 +38,9 @@ var _ drivers.RestartWatcher = (*Driver)(nil)
 // under way for the last one; in.mu must be held.
 func (in *instance) disarmRestart() {
 	in.restart, in.pendingRestart = nil, 0
+	if in.proc != nil {
+		in.proc.restartArmed.Store(false)
+	}
 }
 
 // errNotRestarted: the instance was stopped, started or deleted between
@@ -51,12 +54,13 @@ func (d *Driver) restartAtOnce(in *instance, run uint64, st exitStatus, exit dri
 	auth := in.restart
 	in.restart = nil
 	if auth == nil || auth.policy.OnFailureOnly && !exit.Failed() || in.secretsLost != nil {
+		if st.prejoined {
+			d.r.unjoin(in.cg) // no fork follows
+		}
 		return false
 	}
 	in.pendingRestart = run
-	cg := in.cg
 	in.mu.Unlock()
-	d.r.prejoin(cg)
 	go d.restartAfter(in, run, st, exit, ws)
 	return true
 }
@@ -106,16 +110,15 @@ func (d *Driver) isClosed() bool {
 	return d.closed
 }
 
-// prejoin moves the spawner thread into g ahead of the fork a restart
-// is about to make (cgroup.Spawner.Prejoin); it never waits.
-func (r *reaper) prejoin(g *cgroup.Group) {
+// prejoinLocked moves the spawner thread into g ahead of the fork a
+// restart is about to make (cgroup.Spawner.Prejoin); it never waits.
+// r.mu must be held.
+func (r *reaper) prejoinLocked(g *cgroup.Group) bool {
 	if g == nil {
-		return
+		return false
 	}
-	r.mu.Lock()
-	forker := r.forker
-	r.mu.Unlock()
-	forker.Prejoin(g)
+	r.forker.Prejoin(g)
+	return true
 }
 
 // unjoin takes the spawner thread out of g when the fork did not come.
