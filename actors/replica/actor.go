@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -191,6 +192,11 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 		}
 		eng.Send(self, res)
 	}()
+	if op == OpStart {
+		// A start is a restart waiting (PERF-1): let its goroutine run now,
+		// before the status report below readies the service's.
+		runtime.Gosched()
+	}
 }
 
 func (a *Actor) doProbe() {

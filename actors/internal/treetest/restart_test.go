@@ -20,7 +20,12 @@ import (
 //   - floor-go: the same loop in Go in this process (ForkExec, wait4);
 //   - driver: the process driver alone, its Watch callback calling Start;
 //   - tree: the whole supervision tree (stack, service and replica actors)
-//     on the process driver, the service's ladder restarting at once.
+//     on the process driver, a service with no port whose ladder restarts
+//     at once: the driver restarts the run itself, as the replica
+//     authorized (drivers.RestartWatcher);
+//   - tree-port: the same with a published port (the tree's in-memory
+//     balancer): the replica restarts the run once the service has
+//     withdrawn it from the balancer (SVC-30).
 //
 // It prints the p50/p90/p99 table and each arm's ratio to the floor
 // (target: tree p50 ≤ 1.2x, p99 ≤ 1.5x). The instances run in cgroups of
@@ -52,18 +57,22 @@ func BenchmarkRestartLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	argv := p.Argv("tree")
+	fast, port := p.Argv("tree"), p.Argv("tree-port")
 	stack := fmt.Sprintf(`services:
   a:
     command: [%q, %q, %q]
     x-engenho:
       backoff: {immediate: 100000000}
-`, argv[0], argv[1], argv[2])
-	treeArm := p.Arm("tree")
+  b:
+    command: [%q, %q, %q]
+    ports: ["18080:80"]
+    x-engenho:
+      backoff: {immediate: 100000000}
+`, fast[0], fast[1], fast[2], port[0], port[1], port[2])
+	arms = append(arms, p.Arm("tree"), p.Arm("tree-port"))
 	if _, err := t.Apply("perf", stack); err != nil {
 		b.Fatal(err)
 	}
-	arms = append(arms, treeArm)
 	defer func() {
 		_ = t.Stop() // actors only: the workload is stopped below
 		if st, err := drv.List(ctx, drivers.Labels{drivers.LabelStack: "perf"}); err == nil {
