@@ -331,6 +331,41 @@ func (p *Perf1) FloorGo(name string) *Arm {
 	return a
 }
 
+// FloorOS starts the floor loop in this process through os.StartProcess
+// and Process.Wait, as os/exec does, as arm name: to compare with
+// FloorGo's syscall.ForkExec.
+func (p *Perf1) FloorOS(name string) *Arm {
+	a := p.Arm(name)
+	var stopped atomic.Bool
+	var cur atomic.Pointer[os.Process]
+	done := make(chan struct{})
+	argv := p.Argv(name)
+	attr := &os.ProcAttr{Sys: &syscall.SysProcAttr{Setpgid: true}}
+	go func() {
+		defer close(done)
+		for !stopped.Load() {
+			proc, err := os.StartProcess(argv[0], argv, attr)
+			if err != nil {
+				p.tb.Errorf("floor-os: %v", err)
+				return
+			}
+			cur.Store(proc)
+			proc.Wait()
+		}
+	}()
+	a.stop = func() {
+		if stopped.Swap(true) {
+			return
+		}
+		if proc := cur.Load(); proc != nil {
+			proc.Kill()
+		}
+		<-done
+	}
+	p.tb.Cleanup(a.stop)
+	return a
+}
+
 // WaitFirst waits for the arm's first run to report (the supervisor has
 // started it).
 func (a *Arm) WaitFirst(tb testing.TB, limit time.Duration) {
@@ -451,10 +486,10 @@ func (r Perf1Result) Ratio(arm, floor string, q float64) float64 {
 func (r Perf1Result) Print(w io.Writer, floor, note string) {
 	fmt.Fprintf(w, "PERF-1 restart latency: SIGKILL → the replacement's first instruction, %d kills per arm, interleaved (settle %s); %s\n",
 		len(r.Latencies[floor]), r.Settle, note)
-	fmt.Fprintf(w, "%-12s %9s %9s %9s %9s   %8s %8s %8s\n", "arm", "p50 ms", "p90 ms", "p99 ms", "max ms", "p50/fl", "p90/fl", "p99/fl")
+	fmt.Fprintf(w, "%-18s %9s %9s %9s %9s   %8s %8s %8s\n", "arm", "p50 ms", "p90 ms", "p99 ms", "max ms", "p50/fl", "p90/fl", "p99/fl")
 	for _, a := range r.Arms {
 		ds := r.Latencies[a]
-		fmt.Fprintf(w, "%-12s %9.3f %9.3f %9.3f %9.3f   %7.2fx %7.2fx %7.2fx\n", a,
+		fmt.Fprintf(w, "%-18s %9.3f %9.3f %9.3f %9.3f   %7.2fx %7.2fx %7.2fx\n", a,
 			ms(Quantile(ds, 0.5)), ms(Quantile(ds, 0.9)), ms(Quantile(ds, 0.99)), ms(Quantile(ds, 1)),
 			r.Ratio(a, floor, 0.5), r.Ratio(a, floor, 0.9), r.Ratio(a, floor, 0.99))
 	}

@@ -13,12 +13,11 @@ import (
 	"github.com/engenho/engenho/drivers/process"
 )
 
-// BenchmarkRestartLatency measures PERF-1 in one run, four arms killed in
+// BenchmarkRestartLatency measures PERF-1 in one run, the arms killed in
 // turn (drivertest.Perf1): SIGKILL of a run of the static marker program
 // → its replacement's first instruction, under
 //   - floor: a C fork+exec loop (fork, execv, waitpid), the machine's floor;
 //   - floor-go: the same loop in Go in this process (ForkExec, wait4);
-//   - driver: the process driver alone, its Watch callback calling Start;
 //   - tree: the whole supervision tree (stack, service and replica actors)
 //     on the process driver, a service with no port whose ladder restarts
 //     at once: the driver restarts the run itself, as the replica
@@ -29,7 +28,9 @@ import (
 //
 // It prints the p50/p90/p99 table and each arm's ratio to the floor
 // (target: tree p50 ≤ 1.2x, p99 ≤ 1.5x). The instances run in cgroups of
-// their own when the machine allows (DRV-12), as in the daemon.
+// their own when the machine allows (DRV-12), as in the daemon. The
+// process driver's own share is BenchmarkRestartLatency in
+// drivers/process; the whole daemon's, in runtime/daemon.
 func BenchmarkRestartLatency(b *testing.B) {
 	p := drivertest.NewPerf1(b)
 	root := drivertest.CgroupRoot("perf1")
@@ -48,11 +49,6 @@ func BenchmarkRestartLatency(b *testing.B) {
 	arms = append(arms, p.FloorGo("floor-go"))
 
 	ctx := context.Background()
-	driverArm := p.Arm("driver")
-	stopDriver := restartOnExit(b, drv, "perf1-driver", p.Argv("driver"))
-	defer stopDriver()
-	arms = append(arms, driverArm)
-
 	t, err := New(Options{Driver: drv})
 	if err != nil {
 		b.Fatal(err)
@@ -92,41 +88,4 @@ func BenchmarkRestartLatency(b *testing.B) {
 	}
 	run.Print(os.Stdout, floor, fmt.Sprintf("marker %s; load %s", p.MarkerKind, drivertest.Load()))
 	run.Report(b, floor)
-}
-
-// restartOnExit runs argv as instance name on drv and starts it again
-// from its Watch callback each time it ends: the driver's share of the
-// restart path with nothing above it. The returned func stops it.
-func restartOnExit(b *testing.B, drv *process.Driver, name string, argv []string) func() {
-	ctx := context.Background()
-	if err := drv.Create(ctx, drivers.Spec{Name: name, Command: argv}); err != nil {
-		b.Fatal(err)
-	}
-	stopped := make(chan struct{})
-	var watch func()
-	watch = func() {
-		if _, err := drv.Watch(name, func(drivers.Exit) {
-			select {
-			case <-stopped:
-				return
-			default:
-			}
-			if err := drv.Start(ctx, name); err != nil {
-				b.Error(err)
-				return
-			}
-			watch()
-		}); err != nil {
-			b.Error(err)
-		}
-	}
-	if err := drv.Start(ctx, name); err != nil {
-		b.Fatal(err)
-	}
-	watch()
-	return func() {
-		close(stopped)
-		drv.Kill(ctx, name)
-		drv.Delete(ctx, name)
-	}
 }
