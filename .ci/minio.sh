@@ -6,6 +6,11 @@
 #                             `export ENGENHO_S3_...` lines on stdout and
 #                             write them to .ci/cache/minio.env
 #   bash .ci/minio.sh stop    stop the MinIO this script started
+#   bash .ci/minio.sh restart stop the MinIO this script started and start it
+#                             again on the same port, credentials and data
+#                             (not wiped), wait until ready; prints nothing on
+#                             stdout (the env stays valid) and the time it
+#                             took on stderr. Starts it again if it died.
 #   bash .ci/minio.sh env     print the env of the running MinIO
 #
 # Usage from .ci/run:   eval "$(bash .ci/minio.sh start)"
@@ -27,6 +32,7 @@ cd "$(dirname "$0")/.."
 CACHE=.ci/cache
 ENV_FILE=$CACHE/minio.env
 PID_FILE=$CACHE/minio.pid
+DIR_FILE=$CACHE/minio.dir # the data directory's parent of the last start
 VERSION=${ENGENHO_MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 PORT=${ENGENHO_MINIO_PORT:-9900}
 BASE=${ENGENHO_MINIO_DIR:-/var/tmp/engenho-minio-$(id -u)}
@@ -132,14 +138,10 @@ start() {
 		export ENGENHO_S3_REGION=$REGION
 	ENV
 	)
+	echo "$BASE" >"$DIR_FILE"
 	log "starting $bin on $endpoint, data in $BASE/data"
-	MINIO_ROOT_USER=$user MINIO_ROOT_PASSWORD=$secret \
-		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off MINIO_CI_CD=1 \
-		nohup "$bin" server --quiet --anonymous \
-		--address "127.0.0.1:$PORT" --console-address "127.0.0.1:$((PORT + 1))" \
-		"$BASE/data" >"$BASE/minio.log" 2>&1 </dev/null &
-	echo $! >"$PID_FILE"
-	wait_ready "$endpoint"
+	: >"$BASE/minio.log"
+	launch "$bin" "$PORT" "$user" "$secret"
 	local code
 	code=$(s3_curl PUT "/$BUCKET")
 	case $code in
@@ -152,7 +154,22 @@ start() {
 	cat "$ENV_FILE"
 }
 
-stop() {
+# launch BIN PORT USER SECRET: MinIO in the background on loopback PORT
+# (console PORT+1) with the data in $BASE/data and its log appended to
+# $BASE/minio.log; records its pid and waits until it is ready.
+launch() {
+	local bin=$1 port=$2 user=$3 secret=$4
+	MINIO_ROOT_USER=$user MINIO_ROOT_PASSWORD=$secret \
+		MINIO_BROWSER=off MINIO_UPDATE=off MINIO_CALLHOME_ENABLE=off MINIO_CI_CD=1 \
+		nohup "$bin" server --quiet --anonymous \
+		--address "127.0.0.1:$port" --console-address "127.0.0.1:$((port + 1))" \
+		"$BASE/data" >>"$BASE/minio.log" 2>&1 </dev/null &
+	echo $! >"$PID_FILE"
+	wait_ready "http://127.0.0.1:$port"
+}
+
+# kill_running: SIGTERM to the MinIO this script started, SIGKILL after 5s.
+kill_running() {
 	local pid
 	if pid=$(running_pid); then
 		kill "$pid"
@@ -163,18 +180,50 @@ stop() {
 		kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
 		log "stopped pid $pid"
 	fi
-	rm -f "$PID_FILE" "$ENV_FILE"
+}
+
+stop() {
+	kill_running
+	rm -f "$PID_FILE" "$ENV_FILE" "$DIR_FILE"
+}
+
+# restart: the same MinIO again, for the chaos campaign's restart fault.
+# Everything it needs comes from the files start wrote, so a restart with
+# other ENGENHO_MINIO_* values in the environment still finds its data.
+restart() {
+	[ -f "$ENV_FILE" ] || { log "no MinIO started by this script here (no $ENV_FILE): use start"; exit 1; }
+	# shellcheck disable=SC1090
+	. "$ENV_FILE"
+	[ -f "$DIR_FILE" ] && BASE=$(cat "$DIR_FILE")
+	[ -d "$BASE/data" ] || { log "data directory $BASE/data is gone: use start"; exit 1; }
+	local port=${ENGENHO_S3_ENDPOINT##*:} bin began ms
+	bin=$(find_minio)
+	[ -n "$bin" ] || { log "minio binary not found: use start"; exit 1; }
+	began=$(date +%s%N)
+	kill_running
+	for _ in $(seq 1 100); do
+		port_busy "$port" || break
+		sleep 0.1
+	done
+	port_busy "$port" && { log "port $port still busy 10s after MinIO stopped"; exit 1; }
+	launch "$bin" "$port" "$ENGENHO_S3_ACCESS_KEY" "$ENGENHO_S3_SECRET_KEY"
+	local code
+	code=$(s3_curl HEAD "/$BUCKET")
+	[ "$code" = 200 ] || { log "bucket $BUCKET not there after the restart: HTTP $code"; exit 1; }
+	ms=$((($(date +%s%N) - began) / 1000000))
+	log "restarted on $ENGENHO_S3_ENDPOINT in ${ms}ms (pid $(running_pid)), data kept"
 }
 
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
+restart) restart ;;
 env)
 	running_pid >/dev/null || { log "not running"; exit 1; }
 	cat "$ENV_FILE"
 	;;
 *)
-	echo "usage: $0 start|stop|env" >&2
+	echo "usage: $0 start|stop|restart|env" >&2
 	exit 2
 	;;
 esac

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engenho/engenho/chaos/faultproxy"
 	"github.com/engenho/engenho/chaos/inject"
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/report"
@@ -44,6 +45,8 @@ type Options struct {
 	Require []string
 	// Plant overrides the scenario's planted bug (self-test).
 	Plant *inject.Plant
+	// Kinds, when set, keeps only these kinds of the scenario's mix.
+	Kinds []string
 	// Verbose prints what a wait for recovery is still waiting for.
 	Verbose bool
 	// Clock is the wall clock unless a test gives another.
@@ -76,8 +79,10 @@ type campaign struct {
 	// lossWindows are the losses measured by daemon.kill-awake (ACT-17).
 	lossWindows []time.Duration
 	fresh       *node // a daemon with nothing deployed, for the goroutine baseline
-	rep         *report.Report
-	comps       components
+	// incusProxy stands between node a's incus driver and incusd.
+	incusProxy *faultproxy.Proxy
+	rep        *report.Report
+	comps      components
 
 	lastProgress time.Time
 }
@@ -112,6 +117,9 @@ func newCampaign(opts Options) (*campaign, error) {
 	}
 	if opts.Plant != nil {
 		sc.Plant = *opts.Plant
+	}
+	if sc, err = sc.only(opts.Kinds); err != nil {
+		return nil, fmt.Errorf("%w: --kinds: %v", ErrSetup, err)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.New()
@@ -157,7 +165,11 @@ func (c *campaign) campaign(ctx context.Context) error {
 		c.rep.Schedule = append(c.rep.Schedule, strings.TrimSpace(f.String()))
 	}
 	c.printf("chaos: scenario %s, seed %d, %d faults, schedule %s\n", c.sc.Name, c.opts.Seed, len(faults), c.rep.Fingerprint)
-	c.printf("chaos: replay with: engenho chaos run --scenario %s --seed %d --faults %d\n", c.sc.Name, c.opts.Seed, c.opts.Faults)
+	kinds := ""
+	if len(c.opts.Kinds) > 0 {
+		kinds = " --kinds " + strings.Join(c.opts.Kinds, ",")
+	}
+	c.printf("chaos: replay with: engenho chaos run --scenario %s --seed %d --faults %d%s\n", c.sc.Name, c.opts.Seed, c.opts.Faults, kinds)
 	c.printf("chaos: kinds %v\nchaos: schedule:\n%s", c.rep.Kinds, schedule.Format(faults))
 	for _, f := range faults {
 		if err := ctx.Err(); err != nil {
@@ -174,7 +186,11 @@ func (c *campaign) campaign(ctx context.Context) error {
 		}
 		if res.Injected && !res.Recovered || !res.Injected && len(res.Violation) > 0 {
 			if err := c.heal(ctx); err != nil {
-				c.rep.Aborted = fmt.Sprintf("after fault %d the node did not recover: %v", f.Seq, err)
+				if ctx.Err() != nil {
+					c.rep.Aborted = fmt.Sprintf("interrupted while healing after fault %d", f.Seq)
+					return ctx.Err()
+				}
+				c.rep.Aborted = fmt.Sprintf("after fault %d the nodes did not recover: %v", f.Seq, err)
 				c.printf("chaos: ABORTED: %s\n", c.rep.Aborted)
 				return nil
 			}
@@ -193,8 +209,9 @@ func (c *campaign) plan() schedule.Plan {
 // count and what the machine has; nothing else (CHS-4).
 func planFor(sc Scenario, seed uint64, faults int, comps components) schedule.Plan {
 	return schedule.Plan{Seed: seed, Faults: faults, Mix: sc.Mix, IntentEvery: sc.IntentEvery,
-		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts},
-		Targets:   append(stackSet{incus: comps.incus}.targets(), comps.hostTargets()...)}
+		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts, schedule.NeedCgroups: comps.cgroups,
+			schedule.NeedDisk: comps.disk, schedule.NeedS3Restart: comps.s3Restart && comps.s3Hosts},
+		Targets: append(stackSet{incus: comps.incus, cgroups: comps.cgroups}.targets(), comps.hostTargets()...)}
 }
 
 // setup checks the machine, starts the node and deploys the stacks.
@@ -214,11 +231,21 @@ func (c *campaign) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
-	c.stacks = stackSet{run: c.run, webPort: ports[0], boxPort: ports[1], incus: c.comps.incus, gen: 1, webReps: 3}
+	c.stacks = stackSet{run: c.run, webPort: ports[0], boxPort: ports[1], incus: c.comps.incus, cgroups: c.comps.cgroups, gen: 1, webReps: 3,
+		hbDir: filepath.Join(work, "heartbeats")}
+	if err := os.Mkdir(c.stacks.hbDir, 0o755); err != nil {
+		return fmt.Errorf("%w: %v", ErrSetup, err)
+	}
 	c.want = c.stacks.want()
+	if c.comps.incus {
+		if err := c.startIncusProxy(); err != nil {
+			return err
+		}
+	}
 	if c.a, err = c.newNode("a", c.sc.Plant); err != nil {
 		return err
 	}
+	c.comps.disk, c.comps.diskNote = mountDataDisk(c.a.dataDir())
 	if err := c.a.start(ctx); err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
@@ -318,6 +345,9 @@ func (c *campaign) nodeConfig(name, objstore, edge string, incus bool) []byte {
 	drv := ""
 	if incus {
 		drv = `, "incus": {"enabled": true}`
+		if c.incusProxy != nil && name == "a" {
+			drv = fmt.Sprintf(`, "incus": {"enabled": true, "socket": %q}`, c.incusProxy.Addr())
+		}
 	}
 	edgeKey := ""
 	if edge != "" {
@@ -345,22 +375,52 @@ func (c *campaign) nodeConfig(name, objstore, edge string, incus bool) []byte {
 `, name, low, low+199, drv, objstore, edgeKey)
 }
 
-// heal brings the node back after a fault it did not recover from, so
-// the campaign can go on: disarm every rule, restore the config, relaunch
-// a dead daemon, and wait once more.
+// heal brings every node back after a fault one did not recover from,
+// so the campaign can go on: on node a and on each host pair's nodes,
+// disarm every rule, restore the config and relaunch a dead daemon; then
+// wait once more for node a to converge and for each pair's host to
+// serve.
 func (c *campaign) heal(ctx context.Context) error {
-	c.printf("chaos: healing the node before the next fault\n")
-	_ = c.a.writeConfig()
-	if !c.a.alive() {
-		if err := c.a.launch(); err != nil {
-			return err
+	c.printf("chaos: healing the nodes before the next fault\n")
+	for _, n := range c.allNodes() {
+		if n == c.fresh {
+			continue
+		}
+		_ = n.writeConfig()
+		if !n.alive() {
+			if err := n.launch(); err != nil {
+				return fmt.Errorf("relaunching node %s: %w", n.name, err)
+			}
 		}
 	}
 	c.healJournal(ctx)
-	_, _ = c.a.chaos(ctx, control.ChaosArgs{Kind: "clear"})
+	for _, p := range c.pairs {
+		for _, px := range p.proxies {
+			px.Clear()
+		}
+	}
+	if c.incusProxy != nil {
+		c.incusProxy.Clear()
+	}
+	for _, n := range c.allNodes() {
+		if n != c.fresh {
+			_, _ = n.chaos(ctx, control.ChaosArgs{Kind: "clear"})
+		}
+	}
 	ok, _, vs, _ := c.await(ctx, c.a, c.clk.Now(), awaitSpec{bound: time.Minute})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if !ok {
-		return fmt.Errorf("still violated: %v", vs)
+		return fmt.Errorf("node a still violates: %v", vs)
+	}
+	for _, p := range c.pairs {
+		if ok, _, vs := c.awaitHost(ctx, p, 0, c.clk.Now(), time.Minute); !ok {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("host pair %s still violates: %v", p.service(), vs)
+		}
 	}
 	return nil
 }
@@ -418,6 +478,12 @@ func (c *campaign) teardown() {
 		if p.closeFn != nil {
 			_ = p.closeFn()
 		}
+		for _, px := range p.proxies {
+			_ = px.Close()
+		}
+	}
+	if c.incusProxy != nil {
+		_ = c.incusProxy.Close()
 	}
 	if c.run != "" {
 		for _, p := range markedProcs(c.run) {
@@ -434,6 +500,9 @@ func (c *campaign) teardown() {
 	}
 	if c.a != nil {
 		_ = thaw(filepath.Join(c.a.dataDir(), "journal")) // a journal fault may have left it immutable
+		if c.comps.disk {
+			unmountDataDisk(c.a.dataDir())
+		}
 	}
 	if c.opts.Keep || !c.rep.OK() {
 		c.printf("chaos: kept %s (daemon logs: */daemon.log)\n", c.work)

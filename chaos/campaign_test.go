@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/chaos/inject"
+	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/schedule"
 	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/drivers/drivertest"
@@ -120,6 +123,43 @@ func TestSelfTestStopNoop(t *testing.T) { selfTest(t, "selftest-stop", 3) }
 // holding and naming the file and `engenho reinit journal`).
 func TestSelfTestSkipJournalCheck(t *testing.T) { selfTest(t, "selftest-journal", 1) }
 
+// Issue 18: a daemon that never learns a workload died, and goes on
+// calling it serving, is caught by serving-is-running (jobs/worker has no
+// probe, so only the driver's own list can tell).
+func TestSelfTestHideExit(t *testing.T) { selfTest(t, "selftest-exit", 8) }
+
+// Issue 18: a panic fault that takes no effect (the actors drop it) is a
+// fault-effect violation, not a fault that "recovered".
+func TestSelfTestDropPanic(t *testing.T) { selfTest(t, "selftest-panic", 1) }
+
+// Issue 18: a violation becomes a safety one only once it has held for
+// the whole grace, is reported once, and is forgotten when it clears.
+func TestLastingViolations(t *testing.T) {
+	l := lasting{}
+	v := invariant.Violation{Invariant: invariant.ServingIsRunning, Subject: "shop/web/1", Evidence: "dead"}
+	t0 := time.Unix(1_700_000_000, 0)
+	steps := []struct {
+		at   time.Duration
+		vs   []invariant.Violation
+		want int
+	}{
+		{0, []invariant.Violation{v}, 0},
+		{4 * time.Second, []invariant.Violation{v}, 0},
+		{5 * time.Second, []invariant.Violation{v}, 1},
+		{6 * time.Second, []invariant.Violation{v}, 0}, // reported once
+		{7 * time.Second, nil, 0},                      // cleared: forgotten
+		{8 * time.Second, []invariant.Violation{v}, 0}, // a new streak starts
+		{12 * time.Second, []invariant.Violation{v}, 0},
+		{13 * time.Second, []invariant.Violation{v}, 1},
+	}
+	for _, s := range steps {
+		got := l.outlast(s.vs, t0.Add(s.at), 5*time.Second)
+		if len(got) != s.want || len(got) == 1 && !got[0].Safety {
+			t.Fatalf("at %s: %v, want %d safety violation(s)", s.at, got, s.want)
+		}
+	}
+}
+
 // A planted bug is only in the scenarios that ask for it.
 func TestScenarios(t *testing.T) {
 	for _, name := range ScenarioNames() {
@@ -206,6 +246,21 @@ func TestPanicCandidates(t *testing.T) {
 		}
 		if got := panicCandidates(schedule.Fault{Kind: kind, Service: svc}, obs); !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", kind, got, want)
+		}
+	}
+}
+
+// Issue 18: docs/chaos.md lists every fault kind with its weights in the
+// ci and soak mixes, as the code has them.
+func TestDocsListEveryKindAndItsWeights(t *testing.T) {
+	doc, err := os.ReadFile("../docs/chaos.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range schedule.AllKinds() {
+		row := fmt.Sprintf("| `%s` | %d | %d |", k, fullMix[k], soakMix[k])
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/chaos.md lacks the row %s", row)
 		}
 	}
 }

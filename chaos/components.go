@@ -13,6 +13,7 @@ import (
 
 	"github.com/engenho/engenho/chaos/report"
 	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/drivers/cgroup"
 )
 
 // incusSocket is where the campaign looks for incusd.
@@ -24,6 +25,11 @@ type components struct {
 	incusNote string
 	s3        bool
 	s3Note    string
+	s3Restart bool // ENGENHO_S3_RESTART names a command that restarts it
+	cgroups   bool // memory cgroups the process driver can make (root)
+	cgNote    string
+	disk      bool // node a's data directory on a file system of its own
+	diskNote  string
 	hosts     bool // the fs host pair runs
 	s3Hosts   bool // the s3 host pair runs
 	hostsNote string
@@ -35,7 +41,7 @@ func (c components) drawn() []string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}} {
+	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}, {c.disk, "disk"}, {c.s3Restart, "s3-restart"}} {
 		if x.on {
 			out = append(out, x.name)
 		}
@@ -54,6 +60,12 @@ func componentsDrawn(names []string) components {
 			c.hosts = true
 		case "s3-hosts":
 			c.s3Hosts = true
+		case "cgroups":
+			c.cgroups = true
+		case "disk":
+			c.disk = true
+		case "s3-restart":
+			c.s3Restart = true
 		}
 	}
 	return c
@@ -66,7 +78,7 @@ func (c components) hostTargets() []schedule.Target {
 		out = append(out, schedule.Target{Service: svcParkFS, Driver: "host"})
 	}
 	if c.s3Hosts {
-		out = append(out, schedule.Target{Service: svcParkS3, Driver: "host"})
+		out = append(out, schedule.Target{Service: svcParkS3, Driver: "host", S3: true})
 	}
 	return out
 }
@@ -78,7 +90,23 @@ func detect(ctx context.Context) components {
 	var c components
 	c.incus, c.incusNote = detectIncus(ctx)
 	c.s3, c.s3Note = detectS3(ctx)
+	c.s3Restart = c.s3 && os.Getenv(s3RestartEnv) != ""
+	c.cgroups, c.cgNote = detectCgroups()
 	return c
+}
+
+// detectCgroups says whether the process driver can give a replica a
+// memory limit here (root, a memory controller): workload.oom needs one.
+func detectCgroups() (bool, string) {
+	h, err := cgroup.Detect(cgroup.Options{Root: "engenho-chaos-probe"})
+	if err != nil {
+		return false, err.Error()
+	}
+	defer func() { _ = h.RemoveRoot() }()
+	if err := h.Missing("memory"); err != nil {
+		return false, err.Error()
+	}
+	return true, h.Describe()
 }
 
 func detectIncus(ctx context.Context) (bool, string) {
@@ -137,6 +165,10 @@ func (c components) require(names []string) error {
 			if !c.s3 {
 				missing = append(missing, "s3 ("+c.s3Note+")")
 			}
+		case "cgroups":
+			if !c.cgroups {
+				missing = append(missing, "cgroups ("+c.cgNote+")")
+			}
 		}
 	}
 	if len(missing) > 0 {
@@ -163,6 +195,8 @@ func (c components) list() []report.Component {
 		{Name: "fs", Available: true, Note: "the fs object store (shared by the campaign's nodes)"},
 		{Name: "incus", Available: c.incus, Note: c.incusNote},
 		{Name: "s3", Available: c.s3, Note: s3Note},
+		{Name: "cgroups", Available: c.cgroups, Note: c.cgNote},
+		{Name: "disk", Available: c.disk, Note: c.diskNote},
 		{Name: "hosts", Available: c.hosts, Note: hostsNote},
 	}
 }

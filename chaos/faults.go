@@ -25,8 +25,10 @@ type injected struct {
 	detail  string
 	touched []string // services whose every slot the fault may change; "svc/slot" for one slot
 	witness func(observation) bool
-	acks    []invariant.Ack
-	cleanup func(ctx context.Context) string // disarm; returns a note
+	// mayBeInvisible: the fault may take no visible effect (see awaitSpec).
+	mayBeInvisible bool
+	acks           []invariant.Ack
+	cleanup        func(ctx context.Context) string // disarm; returns a note
 	// violations seen while injecting (a host's visit count).
 	violations []invariant.Violation
 }
@@ -72,7 +74,7 @@ func (c *campaign) runFaultOnce(ctx context.Context, f schedule.Fault) report.Re
 	inj := &injected{}
 	var notes []string
 	f = c.resolve(f)
-	if f.Kind.Needs() == schedule.NeedHosts {
+	if f.Kind.OnHostPair() {
 		return c.runHostFault(ctx, f, res)
 	}
 	for _, in := range f.Intents {
@@ -106,7 +108,8 @@ func (c *campaign) runFaultOnce(ctx context.Context, f schedule.Fault) report.Re
 		res.Injected = true
 	}
 	res.Target, res.Detail = inj.target, inj.detail
-	spec := awaitSpec{bound: c.sc.boundOf(f.Kind), witness: inj.witness, acks: inj.acks, before: &before, touched: inj.isTouched}
+	spec := awaitSpec{bound: c.sc.boundOf(f.Kind), witness: inj.witness, mayBeInvisible: inj.mayBeInvisible, acks: inj.acks,
+		before: &before, touched: inj.isTouched}
 	if !res.Injected {
 		spec.witness = nil
 	}
@@ -247,6 +250,26 @@ func (c *campaign) inject(ctx context.Context, f schedule.Fault, before observat
 		return c.injectFlood(ctx, f, inj)
 	case schedule.JournalCorrupt, schedule.JournalReadonly:
 		return c.injectJournal(ctx, f, inj)
+	case schedule.WorkloadStop:
+		return c.injectWorkloadStop(ctx, f, before, inj)
+	case schedule.WorkloadOOM:
+		return c.injectOOM(ctx, f, before, inj)
+	case schedule.DaemonStop:
+		return c.injectDaemonStop(ctx, f, inj)
+	case schedule.DaemonFDLimit:
+		return c.injectFDLimit(ctx, f, inj)
+	case schedule.Compound:
+		return c.injectCompound(ctx, f, before, inj)
+	case schedule.DiskFull:
+		return c.injectDiskFull(ctx, f, inj)
+	case schedule.DiskTornState:
+		return c.injectTornState(ctx, f, before, inj)
+	case schedule.ClockJump:
+		return c.injectClockJump(ctx, f, before, inj)
+	case schedule.IncusAPIError, schedule.IncusAPISlow:
+		return c.injectIncusAPI(ctx, f, before, inj)
+	case schedule.IncusRestart:
+		return c.injectIncusRestart(ctx, f, before, inj)
 	}
 	return errSkip{fmt.Sprintf("%s needs hibernating hosts, which this daemon does not run", f.Kind)}
 }
@@ -266,6 +289,10 @@ func panicCandidates(f schedule.Fault, before observation) []string {
 		switch f.Kind {
 		case schedule.PanicRoot:
 			if n.Path == "root" {
+				out = append(out, n.Path)
+			}
+		case schedule.PanicActivator:
+			if n.Path == "root/activator" {
 				out = append(out, n.Path)
 			}
 		case schedule.PanicStack:
@@ -294,10 +321,18 @@ func (c *campaign) injectPanic(ctx context.Context, f schedule.Fault, before obs
 	if len(cands) == 0 {
 		return errSkip{"no live actor of the class"}
 	}
-	path := cands[int(f.Pick)%len(cands)]
+	return c.panicAt(ctx, cands[int(f.Pick)%len(cands)], before, inj)
+}
+
+// panicAt panics the actor at path on node a and sets the witness: the
+// actor restarted (or gone: its parent retired it meanwhile), or, for the
+// root, a new runtime epoch.
+func (c *campaign) panicAt(ctx context.Context, path string, before observation, inj *injected) error {
 	prev, _ := before.treeNode(path)
 	epoch := before.status.Daemon.Lifecycle.Epoch
-	inj.target = path
+	if inj.target == "" {
+		inj.target = path
+	}
 	if _, err := c.a.chaos(ctx, control.ChaosArgs{Kind: "panic", Target: path}); err != nil {
 		return err
 	}
@@ -308,9 +343,29 @@ func (c *campaign) injectPanic(ctx context.Context, f schedule.Fault, before obs
 	}
 	inj.witness = func(o observation) bool {
 		now, ok := o.treeNode(path)
-		return ok && (now.Gen != prev.Gen || now.Restarts > prev.Restarts) || o.status.Daemon.Lifecycle.Epoch > epoch
+		return !ok || now.Gen != prev.Gen || now.Restarts > prev.Restarts || o.status.Daemon.Lifecycle.Epoch > epoch
 	}
 	return nil
+}
+
+// pickVictim picks the running instance fault f aims at: of its service,
+// or when that one is stopped the next running service of the same driver
+// (see running), by f.Pick among its running instances; the instance's
+// slot becomes the fault's target and is marked touched.
+func (c *campaign) pickVictim(f schedule.Fault, before observation, driver string, inj *injected) (inject.Instance, error) {
+	service, ok := c.running(f.Service)
+	if !ok {
+		return inject.Instance{}, errSkip{"every " + driver + " service is stopped"}
+	}
+	cands := instanceCandidates(before, service, driver)
+	if len(cands) == 0 {
+		return inject.Instance{}, errSkip{"no running instance of " + service}
+	}
+	victim := cands[int(f.Pick)%len(cands)]
+	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
+	inj.target = fmt.Sprintf("%s/%d", service, slot)
+	inj.touch(service, slot)
+	return victim, nil
 }
 
 // instanceCandidates lists the running instances of service on driver,
@@ -336,20 +391,11 @@ func instanceCandidates(before observation, service, driver string) []inject.Ins
 // outside the daemon: a workload process (process driver) or an incus
 // container's init, whose host pid the driver reports.
 func (c *campaign) killInstance(f schedule.Fault, before observation, driver string, inj *injected) error {
-	service, ok := c.running(f.Service)
-	if !ok {
-		return errSkip{"every " + driver + " service is stopped"}
+	victim, err := c.pickVictim(f, before, driver, inj)
+	if err != nil {
+		return err
 	}
-	f.Service = service
-	cands := instanceCandidates(before, f.Service, driver)
-	if len(cands) == 0 {
-		return errSkip{"no running instance of " + f.Service}
-	}
-	victim := cands[int(f.Pick)%len(cands)]
-	slot, _ := strconv.Atoi(victim.Labels[drivers.LabelSlot])
-	inj.target = fmt.Sprintf("%s/%d", f.Service, slot)
 	inj.detail = fmt.Sprintf("%s pid %d", victim.Name, victim.Pid)
-	inj.touch(f.Service, slot)
 	if err := syscall.Kill(victim.Pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL %d: %w", victim.Pid, err)
 	}
@@ -361,35 +407,116 @@ func (c *campaign) killInstance(f schedule.Fault, before observation, driver str
 	return nil
 }
 
-// injectDriver arms a driver rule on one service's instances, then kills
-// one of its replicas so the recovery path meets the rule.
+// injectDriver arms a driver rule on one service's instances, then makes
+// the daemon meet it: start and inspect by killing a replica (its
+// recovery starts and inspects), create, stop and delete by a redeploy
+// (every instance replaced), exec by the probes of shop/cache (the one
+// exec probe), list by a restart of the service actor (its adoption).
 func (c *campaign) injectDriver(ctx context.Context, f schedule.Fault, before observation, inj *injected) error {
+	op := f.Params["op"]
+	if op == "exec" {
+		f.Service = svcCache
+	}
 	service, ok := c.running(f.Service)
 	if !ok {
-		return errSkip{"every process service is stopped"}
+		return errSkip{"every service of its driver is stopped"}
 	}
 	f.Service = service
+	drv := c.driverOf(service)
 	stack, svc, _ := strings.Cut(f.Service, "/")
-	params := map[string]string{"driver": "process", "op": f.Params["op"], "match": stack + "-" + svc + "-", "count": f.Params["count"]}
+	params := map[string]string{"driver": drv, "op": op, "match": stack + "-" + svc + "-", "count": f.Params["count"]}
 	switch f.Kind {
 	case schedule.DriverFail:
-		params["mode"], params["kind"] = "fail", "transient"
+		params["mode"], params["kind"] = "fail", f.Params["kind"]
+		if params["kind"] == "" {
+			params["kind"] = "transient"
+		}
 	case schedule.DriverTimeout:
 		params["mode"], params["delay"] = "timeout", f.Params["delay_ms"]+"ms"
 	case schedule.DriverHang:
 		params["mode"] = "hang"
 	}
-	if len(instanceCandidates(before, f.Service, "process")) == 0 {
+	if len(instanceCandidates(before, f.Service, drv)) == 0 {
 		return errSkip{"no running instance of " + f.Service}
+	}
+	if op == "list" {
+		// A list names no instance: the rule matches any list call, and
+		// only a restarting service actor lists on node a.
+		params["match"] = ""
 	}
 	if _, err := c.a.chaos(ctx, control.ChaosArgs{Kind: "driver", Params: params}); err != nil {
 		return err
 	}
 	inj.cleanup = c.clearRules
-	if err := c.killInstance(f, before, "process", inj); err != nil {
+	rule := fmt.Sprintf("%s %s %s ×%s", params["mode"], params["kind"], op, params["count"])
+	switch op {
+	case "create", "stop", "delete":
+		inj.detail = "redeployed, then " + rule
+		return c.redeployInto(ctx, f.Service, before, inj)
+	case "exec":
+		// A probe that cannot run is neither healthy nor unhealthy and
+		// changes nothing (SUP-14): nothing may restart, so no witness.
+		inj.target, inj.detail = f.Service, rule+" (the probes meet it)"
+		return sleep(ctx, 3*time.Second)
+	case "list":
+		inj.target, inj.detail = "root/stack:"+stack+"/service:"+svc, rule+" (a restarted service actor's adoption meets it)"
+		return c.panicAt(ctx, inj.target, before, inj)
+	}
+	if err := c.killInstance(f, before, drv, inj); err != nil {
 		return err
 	}
-	inj.detail += fmt.Sprintf(", then %s %s ×%s", params["mode"], params["op"], params["count"])
+	inj.detail += ", then " + rule
+	return nil
+}
+
+// driverOf is the driver the campaign runs service on.
+func (c *campaign) driverOf(service string) string {
+	for _, t := range c.stacks.targets() {
+		if c.stacks.real(t.Service) == service {
+			return t.Driver
+		}
+	}
+	return "process"
+}
+
+// redeployInto redeploys service (every instance replaced, SVC-17) and
+// waits to see each slot on a new instance.
+func (c *campaign) redeployInto(ctx context.Context, service string, before observation, inj *injected) error {
+	stack, svc, _ := strings.Cut(service, "/")
+	var res control.ChangeResult
+	err := c.a.call(ctx, func(ctx context.Context, cl *control.Client) error {
+		var err error
+		res, err = cl.Redeploy(ctx, control.ServiceRef{Stack: stack, Service: svc})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, ch := range res.Changes {
+		name := res.Stack + "/" + ch.Service
+		c.setWant(name, func(sw *invariant.ServiceWant) { sw.Revision = ch.ToRevision })
+		inj.acks = append(inj.acks, invariant.Ack{Service: name, What: "revision", Value: ch.ToRevision, At: c.clk.Now()})
+	}
+	inj.target = service
+	inj.touch(service, 0)
+	old := map[string]bool{}
+	for _, in := range instanceCandidates(before, service, c.driverOf(service)) {
+		old[in.Name] = true
+	}
+	inj.witness = func(o observation) bool {
+		for _, st := range o.status.Services {
+			if st.Stack+"/"+st.Service != service {
+				continue
+			}
+			for _, r := range st.Replicas {
+				if old[r.Instance] {
+					return false
+				}
+			}
+			return len(st.Replicas) > 0
+		}
+		return false
+	}
 	return nil
 }
 
@@ -426,9 +553,7 @@ func (c *campaign) injectDaemonKill(ctx context.Context, f schedule.Fault, inj *
 
 // killAndRelaunch sends SIGKILL to n's daemon and starts it again at once.
 func killAndRelaunch(n *node, inj *injected) error {
-	n.mu.Lock()
-	old := n.pid
-	n.mu.Unlock()
+	old := n.currentPid()
 	if err := n.kill(); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/engenho/engenho/chaos/faultproxy"
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/report"
 	"github.com/engenho/engenho/chaos/schedule"
@@ -52,6 +53,9 @@ type hostPair struct {
 	store   objstore.Store // the campaign's own view of the shared store
 	prefix  string
 	closeFn func() error
+	// proxies stand between each node and MinIO (the S3 pair only): the
+	// S3 faults act on the wire, below the SDK (issue 18).
+	proxies []*faultproxy.Proxy
 	// lastVisit is the last visit number a request got back; ambiguous
 	// counts requests whose outcome the campaign could not see (they may
 	// have counted a visit).
@@ -67,7 +71,7 @@ type hostPair struct {
 
 func (p *hostPair) service() string { return p.stack + "/notes" }
 
-func (p *hostPair) stackFile(run string) string {
+func (p *hostPair) stackFile(run, replication string) string {
 	return fmt.Sprintf(`name: %s
 services:
   notes:
@@ -82,14 +86,14 @@ services:
     hibernate:
       host: %s
       idle: %s
-      replication: stream
+      replication: %s
       seed: ["/bin/sh", "-c", "mkdir -p \"$ENGENHO_DATA_DIR\" && echo seeded > \"$ENGENHO_DATA_DIR/seed.txt\""]
     sidecars:
       - name: ticker
         command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
         stop_grace_period: 1s
     stop_grace_period: 2s
-%s`, p.stack, run, hostName, hostIdle, ladderBlock)
+%s`, p.stack, run, hostName, hostIdle, replication, ladderBlock)
 }
 
 // startPairs starts the host pairs the machine allows. A pair that does
@@ -132,7 +136,7 @@ func (c *campaign) startPair(ctx context.Context, kind string) (*hostPair, error
 		if err := n.start(ctx); err != nil {
 			return nil, err
 		}
-		if _, err := c.apply(ctx, n, []control.ApplyFile{{Name: p.stack + ".yaml", Content: p.stackFile(c.run)}}); err != nil {
+		if _, err := c.apply(ctx, n, []control.ApplyFile{{Name: p.stack + ".yaml", Content: p.stackFile(c.run, c.replication())}}); err != nil {
 			return nil, fmt.Errorf("deploying the host: %w", err)
 		}
 	}
@@ -191,8 +195,13 @@ func (c *campaign) newHostNode(name string, p *hostPair, edge string) (*node, er
 	store := fmt.Sprintf(`{"kind": "fs", "prefix": %q, "fs": {"dir": "../store-fs"}}`, p.prefix)
 	if p.kind == pairS3 {
 		cfg := s3Config()
+		px, err := s3Proxy(cfg.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		p.proxies = append(p.proxies, px)
 		store = fmt.Sprintf(`{"kind": "s3", "prefix": %q, "s3": {"endpoint": %q, "bucket": %q, "region": %q, "path_style": true}}`,
-			p.prefix, cfg.Endpoint, cfg.Bucket, cfg.Region)
+			p.prefix, px.URL(), cfg.Bucket, cfg.Region)
 		n.env = append(n.env, "ENGENHO_OBJSTORE_S3_ACCESS_KEY="+cfg.AccessKey, "ENGENHO_OBJSTORE_S3_SECRET_KEY="+os.Getenv("ENGENHO_S3_SECRET_KEY"))
 	}
 	n.config = c.nodeConfig(name, store, edge, false)
@@ -341,7 +350,7 @@ func (c *campaign) hostViews(ctx context.Context, p *hostPair) ([]invariant.Host
 			return out, fmt.Errorf("node %s: %w", n.name, err)
 		}
 		for _, h := range st.Hosts {
-			out = append(out, invariant.HostView{Node: n.name, Host: h.Host, State: h.State})
+			out = append(out, invariant.HostView{Node: n.name, Host: h.Host, State: h.State, Fenced: h.Fenced})
 		}
 	}
 	return out, nil
@@ -403,7 +412,8 @@ func (c *campaign) runHostFault(ctx context.Context, f schedule.Fault, res repor
 	checker := x
 	inj := &injected{target: p.nodes[x].name}
 	err = c.injectHost(ctx, f, p, x, inj)
-	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake {
+	if f.Kind == schedule.LeaseExpire || f.Kind == schedule.DaemonKillSleep || f.Kind == schedule.DaemonKillAwake || f.Kind == schedule.DaemonStopAwake ||
+		f.Kind == schedule.S3Partition {
 		checker = 1 - x // the other node takes over (ACT-14)
 	}
 	if err != nil {
@@ -445,7 +455,7 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		return sleep(ctx, 2*time.Second)
 	}
 	switch f.Kind {
-	case schedule.PanicHost, schedule.PanicSidecar:
+	case schedule.PanicHost, schedule.PanicSidecar, schedule.PanicActivator:
 		if f.Kind == schedule.PanicSidecar || f.Pick%2 == 0 {
 			if err := wake(); err != nil {
 				return err
@@ -496,6 +506,16 @@ func (c *campaign) injectHost(ctx context.Context, f schedule.Fault, p *hostPair
 		return nil
 	case schedule.DaemonKillAwake:
 		return c.injectKillAwake(ctx, f, p, x, inj)
+	case schedule.DaemonStopAwake:
+		return c.injectStopAwake(ctx, f, p, x, inj)
+	case schedule.ClockJumpAwake:
+		return c.injectClockJumpAwake(ctx, f, p, x, inj)
+	case schedule.S3Error, schedule.S3Latency, schedule.S3Reset, schedule.S3Truncate:
+		return c.injectS3(ctx, f, p, x, inj)
+	case schedule.S3Partition:
+		return c.injectS3Partition(ctx, f, p, x, inj)
+	case schedule.S3Restart:
+		return c.injectS3Restart(ctx, p, x, inj)
 	case schedule.DaemonKillSleep:
 		if err := wake(); err != nil {
 			return err

@@ -10,11 +10,19 @@ import (
 	"github.com/engenho/engenho/chaos/schedule"
 )
 
-// streamLossBound is the loss window of the stream class the chaos host
-// uses (ACT-9: a change shipped within about a second): a scan every
-// second plus the upload, with a second to spare. Writes acknowledged
-// longer than this before the kill must survive it (ACT-17).
-const streamLossBound = 2 * time.Second
+// lossBound is the loss window of a replication class (ACT-9, ACT-17):
+// writes acknowledged longer than this before a node crash must survive
+// it. stream: a scan every second plus the upload, with a second to
+// spare; batched: its 5m period plus that; daily: a day.
+func lossBound(class string) time.Duration {
+	switch class {
+	case "batched":
+		return 5*time.Minute + 2*time.Second
+	case "daily":
+		return 24 * time.Hour
+	}
+	return 2 * time.Second
+}
 
 // writeAck is one acknowledged visit and when its answer came.
 type writeAck struct {
@@ -51,7 +59,7 @@ func (c *campaign) injectKillAwake(ctx context.Context, f schedule.Fault, p *hos
 	killAt := c.clk.Now()
 	p.mayLose = 0
 	for _, a := range acks {
-		if killAt.Sub(a.at) < streamLossBound {
+		if killAt.Sub(a.at) < lossBound(c.replication()) {
 			p.mayLose++
 		}
 	}
@@ -77,10 +85,19 @@ func (c *campaign) injectKillAwake(ctx context.Context, f schedule.Fault, p *hos
 			}
 		}
 		c.lossWindows = append(c.lossWindows, span)
-		return fmt.Sprintf("restored visit %d of %d acknowledged: lost %d writes, the oldest acknowledged %dms before the kill (stream, bound %s)",
-			restored, last, lost, span.Milliseconds(), streamLossBound)
+		return fmt.Sprintf("restored visit %d of %d acknowledged: lost %d writes, the oldest acknowledged %dms before the kill (%s, bound %s)",
+			restored, last, lost, span.Milliseconds(), c.replication(), lossBound(c.replication()))
 	}
 	return nil
+}
+
+// replication is the host pairs' replication class: the scenario's, else
+// stream.
+func (c *campaign) replication() string {
+	if c.sc.Replication != "" {
+		return c.sc.Replication
+	}
+	return "stream"
 }
 
 // printLossWindows prints the losses daemon.kill-awake measured: how long
@@ -93,7 +110,7 @@ func (c *campaign) printLossWindows() {
 	for _, w := range c.lossWindows {
 		worst = max(worst, w)
 	}
-	c.printf("  loss window (daemon.kill-awake, stream): %d kills, worst %dms, bound %s\n", len(c.lossWindows), worst.Milliseconds(), streamLossBound)
+	c.printf("  loss window (daemon.kill-awake, %s): %d kills, worst %dms, bound %s\n", c.replication(), len(c.lossWindows), worst.Milliseconds(), lossBound(c.replication()))
 }
 
 // crashNode makes node n die as a machine would: its daemon SIGKILLed,
@@ -104,9 +121,7 @@ func (c *campaign) printLossWindows() {
 // the replication class bounds. The daemon is then relaunched, empty
 // handed, so the pair runs two nodes again.
 func (c *campaign) crashNode(n *node, p *hostPair, inj *injected) error {
-	n.mu.Lock()
-	old := n.pid
-	n.mu.Unlock()
+	old := n.currentPid()
 	if err := n.kill(); err != nil {
 		return err
 	}

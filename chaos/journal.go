@@ -44,9 +44,7 @@ const (
 func (c *campaign) injectJournal(ctx context.Context, f schedule.Fault, inj *injected) error {
 	n := c.a
 	jdir := filepath.Join(n.dataDir(), "journal")
-	n.mu.Lock()
-	old := n.pid
-	n.mu.Unlock()
+	old := n.currentPid()
 	logFrom := fileLen(n.logPath())
 	kill := f.Params["damage"] == "wal" || f.Param("kill") == 1
 	if err := c.stopForJournal(ctx, n, kill); err != nil {
@@ -123,8 +121,20 @@ func (c *campaign) recoverJournal(ctx context.Context, n *node, jdir, command st
 	for _, f := range c.stacks.files() {
 		files = append(files, control.ApplyFile{Name: f[0], Content: f[1]})
 	}
+	was := map[string]string{}
+	for _, sw := range c.want.Services {
+		was[sw.Service] = sw.Revision
+	}
 	acks, err := c.apply(ctx, n, files)
 	inj.acks = append(inj.acks, acks...)
+	// A service redeployed before (its revision marked "-rN") runs a
+	// revision the file does not name: the new journal knows only the
+	// file's, and rolls the service out to it, as it must.
+	for _, a := range acks {
+		if a.What == "revision" && was[a.Service] != "" && was[a.Service] != a.Value {
+			inj.touch(a.Service, 0)
+		}
+	}
 	return "reinit salvaged nothing; stacks applied again", err
 }
 

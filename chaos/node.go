@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/lifecycle"
 )
@@ -88,6 +89,13 @@ func (n *node) launch() error {
 	n.cmd, n.done, n.pid = cmd, done, cmd.Process.Pid
 	n.mu.Unlock()
 	return nil
+}
+
+// currentPid is the pid of the daemon process last launched.
+func (n *node) currentPid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.pid
 }
 
 // alive reports whether the daemon process runs.
@@ -252,4 +260,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// events reads the last n events of n's journal.
+func (n *node) events(ctx context.Context, last int) ([]messages.Event, error) {
+	var out []messages.Event
+	err := n.call(ctx, func(ctx context.Context, c *control.Client) error {
+		out = out[:0]
+		_, err := c.Events(ctx, control.EventsArgs{Tail: last}, func(ev messages.Event) error {
+			out = append(out, ev)
+			return nil
+		})
+		return err
+	})
+	return out, err
 }

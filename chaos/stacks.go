@@ -12,8 +12,9 @@ import (
 // in its environment, so the campaign finds its processes on the machine
 // (orphans, stopped intents) by reading /proc/PID/environ.
 //
-// The ladders are short (100ms..1s instead of 1m..15m) and the step
-// timeout 5s: a campaign injects hundreds of faults into the same few
+// The ladders are short (100ms..1s instead of 1m..15m), the monitor
+// window (a slot settling after a failure, SVC-13) 1s or less instead of
+// 5s, and the step timeout 5s: a campaign injects hundreds of faults into the same few
 // slots within minutes, and the ladder's long waits are proven by the
 // unit tests on a fake clock (SUP-10), not here.
 const ladderBlock = `    x-engenho:
@@ -41,16 +42,31 @@ type stackSet struct {
 	webPort int    // the balancer port of shop/web
 	boxPort int    // the balancer port of edge/box (incus)
 	incus   bool
+	// cgroups: shop/web gets a memory limit and its /alloc endpoint
+	// (workload.oom).
+	cgroups bool
 	gen     int // bumped by each redeploy of shop/web (a new revision)
 	webReps int // shop/web's replicas in the file
+	// hbDir holds shop/cache's heartbeat files: its probe fails once the
+	// workload stops touching its own (a dead or hung workload never
+	// passes for a live one).
+	hbDir string
 }
 
+// webMemory is shop/web's memory limit where the machine has cgroups.
+const webMemory = "64M"
+
 func (s stackSet) shop() string {
+	oom := ""
+	if s.cgroups {
+		oom = `
+      resources: {limits: {memory: ` + webMemory + `}}`
+	}
 	return fmt.Sprintf(`name: shop
 services:
   web:
     command: ["${ENGENHO_BIN}", "demo-http"]
-    env: {CHAOS_RUN: %q, CHAOS_GEN: "%d"}
+    env: {CHAOS_RUN: %q, CHAOS_GEN: "%d", DEMO_ALLOW_ALLOC: "1"}
     ports: ["127.0.0.1:%d:80"]
     healthcheck:
       http: {path: /healthz, port: 80}
@@ -60,19 +76,21 @@ services:
       start_interval: 100ms
     deploy:
       replicas: %d
-      update_config: {parallelism: 1, order: start-first, failure_action: pause, monitor: 500ms}
+      update_config: {parallelism: 1, order: start-first, failure_action: pause, monitor: 500ms}%s
     stop_grace_period: 2s
 %s  cache:
-    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
-    env: {CHAOS_RUN: %q}
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do touch \"$$CHAOS_HB/$$ENGENHO_INSTANCE\"; sleep 1; done"]
+    env: {CHAOS_RUN: %q, CHAOS_HB: %q}
     healthcheck:
-      test: ["CMD", "/bin/true"]
+      test: ["CMD", "/bin/sh", "-c", "test $$(( $$(date +%%s) - $$(stat -c %%Y \"$$CHAOS_HB/$$ENGENHO_INSTANCE\") )) -lt 3"]
       interval: 1s
       timeout: 1s
       retries: 2
       start_interval: 100ms
+    deploy:
+      update_config: {monitor: 1s}
     stop_grace_period: 1s
-%s`, s.run, s.gen, s.webPort, s.webReps, ladderBlock, s.run, ladderBlock)
+%s`, s.run, s.gen, s.webPort, s.webReps, oom, ladderBlock, s.run, s.hbDir, ladderBlock)
 }
 
 func (s stackSet) jobs() string {
@@ -81,6 +99,8 @@ services:
   worker:
     command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
     env: {CHAOS_RUN: %q}
+    deploy:
+      update_config: {monitor: 1s}
     stop_grace_period: 1s
 %s`, s.run, ladderBlock)
 }
@@ -131,8 +151,8 @@ func (s stackSet) files() [][2]string {
 // targets are the services faults and intents aim at.
 func (s stackSet) targets() []schedule.Target {
 	out := []schedule.Target{
-		{Service: svcWeb, Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true},
-		{Service: svcCache, Driver: "process"},
+		{Service: svcWeb, Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true, Probe: true, MemoryLimit: s.cgroups},
+		{Service: svcCache, Driver: "process", Probe: true},
 		{Service: svcWorker, Driver: "process", Stoppable: true},
 	}
 	if s.incus {

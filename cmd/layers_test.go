@@ -93,11 +93,12 @@ var ranks = map[string]rank{
 	"runtime/control/controltest": {5, 2},
 	"runtime/daemon":              {5, 3},
 
-	"chaos/inject":    {6, 0},
-	"chaos/schedule":  {6, 0},
-	"chaos/invariant": {6, 1},
-	"chaos/report":    {6, 2},
-	"chaos":           {6, 3},
+	"chaos/inject":     {6, 0},
+	"chaos/schedule":   {6, 0},
+	"chaos/faultproxy": {6, 0},
+	"chaos/invariant":  {6, 1},
+	"chaos/report":     {6, 2},
+	"chaos":            {6, 3},
 
 	"cmd":         {7, 0},
 	"cmd/engenho": {7, 1},

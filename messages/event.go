@@ -66,8 +66,11 @@ const (
 	KindDaemonBootFailed  = "daemon.boot_failed"
 	KindJournalDamaged    = "journal.damaged"
 	KindJournalReinit     = "journal.reinit"
-	KindConfigReloaded    = "config.reloaded"
-	KindConfigRejected    = "config.rejected"
+	// KindEventsDropped: events were not recorded while the data
+	// directory's disk was short of the journal's reserve.
+	KindEventsDropped  = "journal.events_dropped"
+	KindConfigReloaded = "config.reloaded"
+	KindConfigRejected = "config.rejected"
 	// An operator's command now holds a value the stack file declares,
 	// or no longer does (SVC-23).
 	KindOverrideSet     = "override.set"

@@ -148,8 +148,15 @@ type HostStatus struct {
 	Due        time.Time `json:"due,omitempty"`
 	// NextAttempt is when a restarting host's actor starts again.
 	NextAttempt time.Time `json:"next_attempt,omitzero"`
-	OwesLease   bool      `json:"owes_release,omitempty"`
-	Pending     string    `json:"pending,omitempty"`
+	// LeaseUntil is when this node's lease stops being valid unless
+	// renewed (its ValidUntil), while it holds one.
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// Fenced is set by the status reader: the host shows awake, waking or
+	// stopping here, but this node's lease is past LeaseUntil, so its gate
+	// admits nothing (ACT-14): a node that was frozen longer than the TTL.
+	Fenced    bool   `json:"fenced,omitempty"`
+	OwesLease bool   `json:"owes_release,omitempty"`
+	Pending   string `json:"pending,omitempty"`
 	// Busy names the operations in flight (a restore, a renew...).
 	Busy      string `json:"busy,omitempty"`
 	LastError string `json:"last_error,omitempty"`
@@ -160,6 +167,13 @@ type HostStatus struct {
 	// daily; ACT-9) and Replicated what it shipped (ACT-17).
 	Replication string `json:"replication,omitempty"`
 	Replicated
+}
+
+// FencedAt says whether h, read at now, shows a host up on a lease this
+// node may no longer act on.
+func (h HostStatus) FencedAt(now time.Time) bool {
+	up := h.State == HostAwake || h.State == HostWaking || h.State == HostStopping
+	return up && !h.LeaseUntil.IsZero() && !now.Before(h.LeaseUntil)
 }
 
 // Replicated is what a host has shipped to the object store while awake

@@ -131,6 +131,17 @@ func TestACT6LostLeaseStandsDown(t *testing.T) {
 	if readLease(t, store, "notes.localhost").Holder != "zz/other" {
 		t.Fatal("the new holder's lease was overwritten")
 	}
+	// Issue 18 (found by the chaos fault daemon.stop-awake): once the
+	// other holder lets the host go, this node wakes it again. Before, a
+	// lease lost to a fenced checkpoint stayed "held here" in the node's
+	// lease manager, and every later wake failed as busy.
+	rec.Released, rec.Expiry = true, clk.Now()
+	if _, err := store.Put(ctx, "engenho/notes.localhost/lease.json", bytes.NewReader(rec.Encode()), objstore.Always); err != nil {
+		t.Fatal(err)
+	}
+	if code, body, _ := n.get("notes.localhost", "/count"); code != 200 {
+		t.Fatalf("wake after the other holder released: %d %s", code, body)
+	}
 }
 
 // ACT-6: the instance dying while awake stands the host down (sidecars

@@ -277,6 +277,15 @@ func (a *Actor) stopped() {
 	}
 }
 
+// fenceGate bounds the gate by the lease: nothing is admitted once this
+// node may no longer act on it (ACT-14). Called when the gate opens and
+// after every renew.
+func (a *Actor) fenceGate() {
+	if a.lease != nil {
+		a.gate.Fence(a.lease.ValidUntil())
+	}
+}
+
 // config is the core's config for the definition in force: the one the
 // wake read while waking or awake, the latest while asleep.
 func (a *Actor) config() Config {
@@ -331,6 +340,7 @@ func (a *Actor) perform(f step.Effect) {
 		if f.Stamp {
 			stamp = a.h.Clock().Now()
 		}
+		a.fenceGate()
 		a.gate.Open(a.addr, stamp)
 	case TryCloseGate:
 		a.queue = append(a.queue, GateClosed{OK: a.gate.Close()})
@@ -422,7 +432,7 @@ func sameStatus(a, b messages.HostStatus) bool {
 	return a.State == b.State && a.Since.Equal(b.Since) && a.Busy == b.Busy && a.Pending == b.Pending &&
 		a.Instance == b.Instance && a.Address == b.Address && a.Revision == b.Revision && a.Deployment == b.Deployment &&
 		a.Wakes == b.Wakes && a.Due.Equal(b.Due) && a.OwesLease == b.OwesLease && a.LastError == b.LastError &&
-		a.LeaseEpoch == b.LeaseEpoch && a.Replicated == b.Replicated
+		a.LeaseEpoch == b.LeaseEpoch && a.Replicated == b.Replicated && a.LeaseUntil.Equal(b.LeaseUntil)
 }
 
 func (a *Actor) status() messages.HostStatus {
@@ -451,6 +461,9 @@ func (a *Actor) status() messages.HostStatus {
 	}
 	if a.lease != nil {
 		st.LeaseEpoch = a.lease.Epoch()
+		if a.s.Leased && !a.s.LeaseLost {
+			st.LeaseUntil = a.lease.ValidUntil()
+		}
 	}
 	return st
 }

@@ -17,17 +17,24 @@ type Gate struct {
 	word     atomic.Int64 // openBit | in-flight count
 	addr     atomic.Pointer[string]
 	activity atomic.Int64 // unix nanoseconds of the last counted request's end
+	// until is when this node's lease may no longer be acted on (its
+	// ValidUntil, on the node's monotonic clock): past it nothing is
+	// admitted, open or not. A node frozen past its lease's TTL (SIGSTOP,
+	// a VM paused) fences itself the instant it runs again, before its
+	// host actor has even looked at a timer (ACT-14).
+	until atomic.Pointer[time.Time]
 }
 
 // NewGate returns a closed gate.
 func NewGate() *Gate { return &Gate{} }
 
-// Enter admits one request if the gate is open and returns the address to
-// proxy it to. Every successful Enter must be paired with one Leave.
-func (g *Gate) Enter() (addr string, ok bool) {
+// Enter admits one request if the gate is open and the lease is valid at
+// now, and returns the address to proxy it to. Every successful Enter must
+// be paired with one Leave.
+func (g *Gate) Enter(now time.Time) (addr string, ok bool) {
 	for {
 		w := g.word.Load()
-		if w&openBit == 0 {
+		if w&openBit == 0 || g.expired(now) {
 			return "", false
 		}
 		if g.word.CompareAndSwap(w, w+1) {
@@ -46,13 +53,29 @@ func (g *Gate) Leave(at time.Time, activity bool) {
 	g.word.Add(-1)
 }
 
-// Peek returns the address while the gate is open, without admitting
-// anything: for requests that must not count (X-Engenho-Sidecar).
-func (g *Gate) Peek() (addr string, ok bool) {
-	if g.word.Load()&openBit == 0 {
+// Peek returns the address while the gate is open and the lease valid at
+// now, without admitting anything: for requests that must not count
+// (X-Engenho-Sidecar).
+func (g *Gate) Peek(now time.Time) (addr string, ok bool) {
+	if g.word.Load()&openBit == 0 || g.expired(now) {
 		return "", false
 	}
 	return *g.addr.Load(), true
+}
+
+// Fence sets when the lease stops being valid: past it the gate admits
+// nothing. A zero time lifts the fence (no lease: a test's host).
+func (g *Gate) Fence(until time.Time) {
+	if until.IsZero() {
+		g.until.Store(nil)
+		return
+	}
+	g.until.Store(&until)
+}
+
+func (g *Gate) expired(now time.Time) bool {
+	u := g.until.Load()
+	return u != nil && !now.Before(*u)
 }
 
 // Open starts admitting requests to addr. A non-zero activity stamps the

@@ -12,11 +12,11 @@ import (
 // admitted after it until the gate opens again.
 func TestGateCloseIsExact(t *testing.T) {
 	g := NewGate()
-	if _, ok := g.Enter(); ok {
+	if _, ok := g.Enter(t0); ok {
 		t.Fatal("a closed gate admitted a request")
 	}
 	g.Open("a:1", time.Time{})
-	addr, ok := g.Enter()
+	addr, ok := g.Enter(t0)
 	if !ok || addr != "a:1" {
 		t.Fatalf("enter: %q %v", addr, ok)
 	}
@@ -27,7 +27,7 @@ func TestGateCloseIsExact(t *testing.T) {
 	if !g.Close() {
 		t.Fatal("did not close when idle")
 	}
-	if _, ok := g.Enter(); ok {
+	if _, ok := g.Enter(t0); ok {
 		t.Fatal("admitted after close")
 	}
 	if !g.LastActivity().Equal(t0) {
@@ -55,7 +55,7 @@ func TestGateNeverClosesOverARequest(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 50 {
-					if _, ok := g.Enter(); ok {
+					if _, ok := g.Enter(t0); ok {
 						mu.Lock()
 						active++
 						mu.Unlock()
@@ -75,7 +75,7 @@ func TestGateNeverClosesOverARequest(t *testing.T) {
 					closedWhileActive = true
 				}
 				mu.Unlock()
-				if _, ok := g.Enter(); ok {
+				if _, ok := g.Enter(t0); ok {
 					rt.Fatal("admitted right after a close")
 				}
 				g.Open("a:1", time.Time{})
@@ -89,4 +89,38 @@ func TestGateNeverClosesOverARequest(t *testing.T) {
 			rt.Fatalf("in flight at the end: %d", g.InFlight())
 		}
 	})
+}
+
+// ACT-14: a gate fenced by the lease admits nothing once the lease may no
+// longer be acted on, open or not; a renewed lease moves the fence on, and
+// Peek (a sidecar's request) is fenced too.
+func TestACT14GateFencedByLease(t *testing.T) {
+	g := NewGate()
+	g.Open("a:1", time.Time{})
+	g.Fence(t0.Add(30 * time.Second))
+	if _, ok := g.Enter(t0.Add(29 * time.Second)); !ok {
+		t.Fatal("refused while the lease is valid")
+	}
+	g.Leave(t0, false)
+	for _, at := range []time.Duration{30 * time.Second, time.Hour} {
+		if _, ok := g.Enter(t0.Add(at)); ok {
+			t.Fatalf("admitted %s after the lease's start, past its TTL", at)
+		}
+		if _, ok := g.Peek(t0.Add(at)); ok {
+			t.Fatalf("peeked %s after the lease's start, past its TTL", at)
+		}
+	}
+	if !g.IsOpen() || g.InFlight() != 0 {
+		t.Fatalf("the fence changed the gate: open %v, in flight %d", g.IsOpen(), g.InFlight())
+	}
+	g.Fence(t0.Add(time.Hour + time.Minute)) // renewed
+	if _, ok := g.Enter(t0.Add(time.Hour)); !ok {
+		t.Fatal("refused after a renew moved the fence on")
+	}
+	g.Leave(t0, false)
+	g.Fence(time.Time{})
+	if _, ok := g.Enter(t0.Add(100 * time.Hour)); !ok {
+		t.Fatal("a lifted fence still refuses")
+	}
+	g.Leave(t0, false)
 }

@@ -548,7 +548,7 @@ func (a *Actor) startSide(op Op) {
 	case SideTick:
 		gate, client, clk, addr := a.gate, a.client, a.h.Clock(), a.addr
 		a.launch(op, a.env.TickTimeout, func(ctx context.Context, _ *result) (string, error) {
-			if _, ok := gate.Enter(); !ok {
+			if _, ok := gate.Enter(clk.Now()); !ok {
 				return OK, nil
 			}
 			defer gate.Leave(clk.Now(), false) // a tick is never activity (ACT-7)
@@ -618,9 +618,18 @@ func (a *Actor) opDone(m messages.HostOpDone) {
 	case OpRelease:
 		a.afterRelease(m)
 	}
+	if m.Outcome == Lost && a.lease != nil {
+		// Fenced: another node claimed the host. The lease is gone; the
+		// manager must know, or it refuses this host's next wake as busy.
+		a.lease.Abandon()
+		a.lease = nil
+	}
 	if isSide(op) {
 		if op == SideRenew && m.Outcome != OK && a.lease != nil && a.lease.Lost() {
 			a.lease = nil
+		}
+		if op == SideRenew && m.Outcome == OK {
+			a.fenceGate() // the renewed lease moves the fence on
 		}
 		a.step(SideDone{Op: op, Outcome: m.Outcome, Err: m.Err})
 		return

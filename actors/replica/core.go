@@ -97,7 +97,13 @@ type State struct {
 	// StartedAt is the start time of the current run as the driver reports
 	// it; a different one the replica did not cause means something else
 	// restarted the instance (SVC-9).
-	StartedAt    time.Time
+	StartedAt time.Time
+	// RunSeen is when this incarnation learned of the current run, on its
+	// own clock: probes started before it were for an earlier run. The
+	// run's StartedAt cannot tell: it is the wall time the driver wrote
+	// down, which a clock stepped back (NTP, an operator) puts ahead of
+	// every probe for as long as the step (issue 18, clock.jump).
+	RunSeen      time.Time
 	Addresses    map[int]string
 	Health       probe.Tracker
 	InRotation   bool
@@ -389,8 +395,8 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 		return s, nil
 	case s.Running && !ours:
 		// Restarted by something else (SVC-9): out of rotation until it is
-		// verified healthy again.
-		fx := []step.Effect{step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
+		// verified healthy again. Its end is watched like any run's.
+		fx := []step.Effect{StartWatch{}, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
 		s = run(cfg, s, st.StartedAt, now)
 		if !cfg.Probe.Enabled() {
 			var more []step.Effect
@@ -403,13 +409,14 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	// fixed (charge nothing, SVC-8).
 	_ = afterFailed
 	s = run(cfg, s, st.StartedAt, now)
-	var fx []step.Effect
-	if adopting || restartAhead(cfg, s) {
-		// An adopted run needs a watch; one of ours gets a watch that
-		// authorizes a restart at once, when the policy allows one.
-		s.restartArmed = restartAhead(cfg, s)
-		fx = append(fx, StartWatch{Restart: s.restartArmed})
-	}
+	// Every run this incarnation learns of is watched, adopted or not: a
+	// replica actor restarted (SUP-9) finds its instance by inspecting it,
+	// and without a watch of its own it would learn of an exit only from
+	// a sweep, or later still when that inspection fails. The watch
+	// authorizes the driver to restart the run at once when the policy
+	// would (PERF-1).
+	s.restartArmed = restartAhead(cfg, s)
+	fx := []step.Effect{StartWatch{Restart: s.restartArmed}}
 	if s.restarting {
 		s.restarting = false
 		fx = append(fx, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelInfo,
@@ -424,10 +431,12 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	return s, append(fx, probeNow(s, now)...)
 }
 
-// run records a running instance whose run began at startedAt.
+// run records a running instance whose run began at startedAt. Its start
+// period counts from startedAt, or from now if the driver's wall time for
+// it lies ahead (a clock stepped back since).
 func run(cfg Config, s State, startedAt, now time.Time) State {
-	s.Running, s.StartedAt = true, startedAt
-	s.Health = probe.NewTracker(cfg.Probe, startedAt)
+	s.Running, s.StartedAt, s.RunSeen = true, startedAt, now
+	s.Health = probe.NewTracker(cfg.Probe, earliest(startedAt, now))
 	s.InRotation, s.ServingSince = false, time.Time{}
 	s.Phase = PhaseProbing
 	if !cfg.Probe.Enabled() {
@@ -578,9 +587,16 @@ func limit(p Policy, s *State, now time.Time) bool {
 	return false
 }
 
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect) {
 	s.probing = false
-	if !s.Running || s.Op == OpStop || e.Result.At.Before(s.StartedAt) {
+	if !s.Running || s.Op == OpStop || e.Result.At.Before(s.RunSeen) {
 		return s, nil
 	}
 	s.Health, _ = probe.Observe(s.Health, e.Result, now)

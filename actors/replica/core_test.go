@@ -347,6 +347,58 @@ func TestSUP9AdoptionNeverRestarts(t *testing.T) {
 	}
 }
 
+// SUP-9, issue 18: a replica actor restarted over a running instance finds
+// it by inspecting it (the shell's begin for an existing instance) and
+// watches that run, so a later kill is seen by the watch at once, not by a
+// sweep (the chaos campaign saw a killed worker called serving for 5s when
+// that sweep's inspection failed). A run that changed behind engenho's
+// back (SVC-9) is watched too.
+func TestSUP9RestartedActorWatchesItsRun(t *testing.T) {
+	watches := func(fx []step.Effect) bool {
+		for _, f := range fx {
+			if _, ok := f.(StartWatch); ok {
+				return true
+			}
+		}
+		return false
+	}
+	m := newSim(t, false)
+	m.s.Created, m.s.Phase, m.s.Op = true, PhaseAdopting, OpInspect // begin() of an existing instance
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour), Pid: 7}}).
+		wantPhase(PhaseServing, true)
+	if !watches(m.fx) {
+		t.Fatalf("the restarted actor does not watch the run it found: %+v", m.fx)
+	}
+	m.do(Exited{Exit: drivers.Exit{Signal: "killed"}}).wantOp(OpStart)
+	m.do(OpDone{Op: OpStart}).do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateRunning, StartedAt: t0, Pid: 8}})
+	m.now = t0.Add(time.Minute)
+	m.s.Op = OpInspect // a sweep's inspection
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(30 * time.Second), Pid: 9}}).
+		wantEvent(messages.KindReplicaRestarted)
+	if !watches(m.fx) {
+		t.Fatalf("a run restarted behind engenho's back is not watched: %+v", m.fx)
+	}
+}
+
+// Issue 18 (found by the chaos fault clock.jump): a run whose start the
+// driver wrote down before the wall clock was stepped back lies "in the
+// future" of every probe for as long as the step. It is probed and served
+// all the same: a probe is judged by when this replica learned of the run
+// (its own clock), not by the driver's wall time; before, every probe
+// result was taken for an earlier run's and the replica stayed probing.
+func TestSVC7RunStartedAheadOfTheClockIsProbed(t *testing.T) {
+	m := newSim(t, true)
+	ahead := m.now.Add(10 * time.Minute)
+	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: ahead}}).wantPhase(PhaseProbing, false)
+	m.do(result(probe.Healthy, m.now)).wantPhase(PhaseServing, true)
+	if !m.s.StartedAt.Equal(ahead) {
+		t.Fatalf("the run's identity changed: %v", m.s.StartedAt)
+	}
+	stale := result(probe.Healthy, m.now.Add(-time.Second)) // started before the run was seen
+	m.s.InRotation, m.s.Phase = false, PhaseProbing
+	m.do(stale).wantPhase(PhaseProbing, false)
+}
+
 // Properties over random event sequences: at most one driver call at a
 // time, in rotation only while running, nothing started against a stop or
 // retire intent, and a failed replica starts only after an operator's start.

@@ -60,8 +60,8 @@ func TestPERF1RestartAtOnceFollowsTheLadder(t *testing.T) {
 		if e := m.event(messages.KindReplicaRestarted); e.Level != messages.LevelInfo {
 			t.Fatalf("restart %d announced as %+v", i, e)
 		}
-		if w, ok := m.watch(); i < 3 && (!ok || !w.Restart) || i == 3 && ok {
-			t.Fatalf("after restart %d (failures %d): watch %+v %v", i, m.s.Entry.Failures, w, ok)
+		if w, ok := m.watch(); !ok || w.Restart != (i < 3) {
+			t.Fatalf("after restart %d (failures %d): watch %+v %v, want one authorizing a restart at once only while failures < 3", i, m.s.Entry.Failures, w, ok)
 		}
 	}
 	// The 4th failure waits the ladder's 1m: the replica's own restart.

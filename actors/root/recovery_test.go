@@ -268,3 +268,37 @@ func TestSVC33PendingRetirementSurvivesRestart(t *testing.T) {
 		t.Fatalf("journal still holds %+v", pending)
 	}
 }
+
+// SVC-8, SVC-15, issue 18 (found by the chaos fault driver.fail with
+// kind=not_found): an inspection that answers "not found" for an instance
+// that in truth still runs makes its replica take it for missing, and the
+// slot gets a fresh instance. The one left running is no replica's: the
+// service's orphan scan (every OrphanScan) adopts it, and the slot, now
+// with two instances of the current revision, keeps one. Before, the
+// extra instances ran on for good beside the slot's own.
+func TestSVC15FalseNotFoundLeavesNoExtraInstance(t *testing.T) {
+	e := newEnv(t)
+	e.apply(recoveryStack)
+	e.until("converged", func() bool { return e.tree.Converged("web") })
+	e.drv.FailNext("inspect", 2, drivers.ErrNotFound)
+	e.until("a slot refilled beside its instance", func() bool { return len(e.instances()) > 2 })
+	running := func() int {
+		n := 0
+		for _, st := range e.instances() {
+			if st.State == drivers.StateRunning {
+				n++
+			}
+		}
+		return n
+	}
+	e.until("one instance per slot again", func() bool {
+		return e.tree.Converged("web") && running() == 2 && len(e.instances()) == 2
+	})
+	slots := map[string]int{}
+	for _, st := range e.instances() {
+		slots[st.Labels[drivers.LabelSlot]]++
+	}
+	if slots["1"] != 1 || slots["2"] != 1 {
+		t.Fatalf("instances per slot %v", slots)
+	}
+}

@@ -116,8 +116,16 @@ type Actor struct {
 }
 
 // relistTimer is the shell's own timer: list the instances again after a
-// failed listing.
+// failed listing, and every OrphanScan once adopted.
 const relistTimer = "relist"
+
+// OrphanScan is how often an adopted service lists its instances again to
+// find one that carries its labels and its name but that no replica actor
+// of it manages: one a replica took for missing on a false "not found"
+// and replaced, or one a crash left behind. It is adopted, and a slot
+// that then has two instances of the current revision keeps one
+// (SVC-15).
+const OrphanScan = 10 * time.Second
 
 // portsTimer is the shell's other timer: plan again after a new instance
 // found no free host port (SVC-24), every portsRetry.
@@ -281,12 +289,14 @@ func (a *Actor) list() {
 // adopt spawns a replica actor for every instance the driver listed; no
 // healthy one is restarted (SUP-9, DMN-9).
 func (a *Actor) adopt(m messages.ServiceListed) {
-	if a.s.Adopted {
-		return
-	}
 	if m.Err != nil {
 		a.h.Log().Warn().Err(m.Err).Msg("listing instances failed; retrying in 1s")
 		a.timers.Arm(relistTimer, a.h.Clock().Now().Add(time.Second))
+		return
+	}
+	if a.s.Adopted {
+		a.adoptOrphans(m.Instances)
+		a.timers.Arm(relistTimer, a.h.Clock().Now().Add(OrphanScan))
 		return
 	}
 	for _, st := range m.Instances {
@@ -296,6 +306,25 @@ func (a *Actor) adopt(m messages.ServiceListed) {
 		a.adoptOne(st)
 	}
 	a.feed(Adopted{})
+	a.timers.Arm(relistTimer, a.h.Clock().Now().Add(OrphanScan))
+}
+
+// adoptOrphans adopts every listed instance of this service that no
+// replica actor manages (see OrphanScan). Instance names are chosen here
+// before they are created, so an instance being created is never taken
+// for an orphan.
+func (a *Actor) adoptOrphans(found []drivers.Status) {
+	managed := make(map[string]bool, len(a.s.Replicas))
+	for id, r := range a.s.Replicas {
+		managed[stackfile.InstanceName(a.stack, a.name, r.Slot, id)] = true
+	}
+	for _, st := range found {
+		if st.Labels[stackfile.LabelSidecar] != "" || managed[st.Name] {
+			continue
+		}
+		a.h.Log().Warn().Str("instance", st.Name).Str("state", string(st.State)).Msg("found an instance of this service no replica manages; adopting it")
+		a.adoptOne(st)
+	}
 }
 
 func (a *Actor) adoptOne(st drivers.Status) {

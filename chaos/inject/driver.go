@@ -10,11 +10,12 @@ import (
 )
 
 // Driver wraps a drivers.Driver with the registry's faults. Watch passes
-// through untouched.
+// through untouched unless a plant hides exits.
 type Driver struct {
 	inner  drivers.Driver
 	faults *Faults
 	forget *forgetter // PlantForgetAdopt, else nil
+	hide   *hider     // PlantHideExit, else nil
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -22,10 +23,38 @@ var _ drivers.Driver = (*Driver)(nil)
 // WrapDriver returns d seen through f's faults.
 func WrapDriver(d drivers.Driver, f *Faults) *Driver {
 	w := &Driver{inner: d, faults: f}
-	if f.Plant().Kind() == PlantForgetAdopt {
+	switch f.Plant().Kind() {
+	case PlantForgetAdopt:
 		w.forget = &forgetter{plant: f.Plant(), boot: f.clk.Now(), hidden: map[string]bool{}}
+	case PlantHideExit:
+		w.hide = &hider{plant: f.Plant(), last: map[string]drivers.Status{}}
 	}
 	return w
+}
+
+// hider is PlantHideExit: for a covered instance it remembers the last
+// running status and reports it again once the run has ended.
+type hider struct {
+	plant Plant
+	mu    sync.Mutex
+	last  map[string]drivers.Status
+}
+
+// see returns what the daemon is told of st.
+func (h *hider) see(st drivers.Status) drivers.Status {
+	if !h.plant.Covers(st.Name) {
+		return st
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st.State == drivers.StateRunning {
+		h.last[st.Name] = st
+		return st
+	}
+	if prev, ok := h.last[st.Name]; ok {
+		return prev
+	}
+	return st
 }
 
 // forgetter is PlantForgetAdopt: a covered instance that was running when
@@ -119,6 +148,9 @@ func (w *Driver) Inspect(ctx context.Context, name string) (drivers.Status, erro
 	if err == nil && w.forget != nil && w.forget.hides(st) {
 		return drivers.Status{}, drivers.Errorf(w.inner.Name(), "inspect", name, drivers.ErrNotFound, "")
 	}
+	if err == nil && w.hide != nil {
+		st = w.hide.see(st)
+	}
 	return st, err
 }
 
@@ -141,12 +173,16 @@ func (w *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 		return nil, err
 	}
 	all, err := w.inner.List(ctx, selector)
-	if err != nil || w.forget == nil {
+	if err != nil || w.forget == nil && w.hide == nil {
 		return all, err
 	}
 	seen := all[:0:0]
 	for _, st := range all {
-		if !w.forget.hides(st) {
+		switch {
+		case w.forget != nil && w.forget.hides(st):
+		case w.hide != nil:
+			seen = append(seen, w.hide.see(st))
+		default:
 			seen = append(seen, st)
 		}
 	}
@@ -154,6 +190,9 @@ func (w *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 }
 
 func (w *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
+	if w.hide != nil && w.hide.plant.Covers(name) {
+		fn = func(drivers.Exit) {} // the end of the run is never told
+	}
 	return w.inner.Watch(name, fn)
 }
 

@@ -34,6 +34,15 @@ const (
 	// checking it in a child process first, as before REL-5: badger then
 	// panics, leaks or silently drops records on a damaged journal.
 	PlantSkipJournalCheck Plant = "skip-journal-check"
+	// PlantHideExit hides the end of covered instances' runs: their
+	// watches never fire, and Inspect and List go on reporting the last
+	// running status seen, so the daemon believes a dead workload lives.
+	// The serving-is-running invariant must catch it.
+	PlantHideExit Plant = "hide-exit"
+	// PlantDropPanic makes every actor drop injected panics with a
+	// warning: a panic fault takes no effect. The fault-effect invariant
+	// must catch it.
+	PlantDropPanic Plant = "drop-panic"
 )
 
 // Kind is the plant without its instance filter.
@@ -54,10 +63,11 @@ func (p Plant) Covers(instance string) bool {
 // PlantNone.
 func ParsePlant(s string) (Plant, error) {
 	switch p := Plant(s); p.Kind() {
-	case PlantNone, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck:
+	case PlantNone, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck, PlantHideExit, PlantDropPanic:
 		return p, nil
 	}
-	return PlantNone, badRule("%s %q: want %s, %s or %s", PlantEnv, s, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck)
+	return PlantNone, badRule("%s %q: want one of %s, %s, %s, %s, %s", PlantEnv, s, PlantForgetAdopt, PlantStopNoop,
+		PlantSkipJournalCheck, PlantHideExit, PlantDropPanic)
 }
 
 // Armed is a rule as the registry holds it.

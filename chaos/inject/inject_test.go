@@ -211,6 +211,29 @@ func TestPlants(t *testing.T) {
 	if st, _ := inner.Inspect(ctx, "s-a-1-old"); st.State != drivers.StateRunning {
 		t.Fatalf("stop-noop stopped it: %s", st.State)
 	}
+	hide := WrapDriver(inner, NewWithPlant(clk, Plant("hide-exit:s-a-1-new")))
+	var told int
+	stop, err := hide.Watch("s-a-1-new", func(drivers.Exit) { told++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := hide.Inspect(ctx, "s-a-1-new"); st.State != drivers.StateRunning {
+		t.Fatalf("hide-exit before the end: %s", st.State)
+	}
+	inner.Die("s-a-1-new", 1)
+	if st, _ := hide.Inspect(ctx, "s-a-1-new"); st.State != drivers.StateRunning {
+		t.Fatalf("hide-exit must go on reporting the dead run running: %s", st.State)
+	}
+	if all, _ := hide.List(ctx, nil); len(all) != 2 || all[0].State != drivers.StateRunning || all[1].State != drivers.StateRunning {
+		t.Fatalf("hide-exit List: %+v", all)
+	}
+	if st, _ := Unwrap(hide).Inspect(ctx, "s-a-1-new"); st.State == drivers.StateRunning {
+		t.Fatal("the unwrapped driver must see the run ended")
+	}
+	stop()
+	if told != 0 {
+		t.Fatalf("hide-exit told the watch of the end %d times", told)
+	}
 	if _, err := ParsePlant("nonsense"); err == nil {
 		t.Fatal("unknown plant accepted")
 	}

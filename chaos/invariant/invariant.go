@@ -34,6 +34,13 @@ const (
 	// Untouched: healthy replicas untouched by faults aimed elsewhere are
 	// not restarted.
 	Untouched = "untouched"
+	// ServingIsRunning: every replica status calls serving is a running
+	// instance in the driver's own list, the run status describes (a dead
+	// workload never passes for a live one).
+	ServingIsRunning = "serving-is-running"
+	// FaultEffect: a fault's effect is seen (a restart, a new daemon)
+	// within its recovery bound, unless its kind may have none.
+	FaultEffect = "fault-effect"
 )
 
 // Violation is one broken invariant with its evidence.
@@ -239,6 +246,40 @@ func CheckOnePerSlot(w Want, services []messages.ServiceStatus, instances []inje
 	return sorted(out)
 }
 
+// CheckServingIsRunning: every replica that status shows serving or in
+// rotation is, in the drivers' own unfiltered list, a running instance of
+// the same name whose run began when status says it did. The drivers are
+// read before status, so status is never older than the list.
+func CheckServingIsRunning(services []messages.ServiceStatus, instances []inject.Instance) []Violation {
+	byName := map[string]inject.Instance{}
+	for _, in := range instances {
+		byName[in.Name] = in
+	}
+	var out []Violation
+	for _, st := range services {
+		for _, r := range st.Replicas {
+			if r.Phase != "serving" && !r.InRotation {
+				continue
+			}
+			subject := fmt.Sprintf("%s/%d", serviceOf(st), r.Slot)
+			in, ok := byName[r.Instance]
+			switch {
+			case !ok:
+				out = append(out, Violation{Invariant: ServingIsRunning, Subject: subject,
+					Evidence: fmt.Sprintf("status shows %s %s (in rotation %t) but the driver has no such instance", r.Instance, r.Phase, r.InRotation)})
+			case in.State != drivers.StateRunning:
+				out = append(out, Violation{Invariant: ServingIsRunning, Subject: subject,
+					Evidence: fmt.Sprintf("status shows %s %s (in rotation %t) but the driver has it %s", r.Instance, r.Phase, r.InRotation, in.State)})
+			case !r.StartedAt.IsZero() && !r.StartedAt.Equal(in.StartedAt):
+				out = append(out, Violation{Invariant: ServingIsRunning, Subject: subject,
+					Evidence: fmt.Sprintf("status shows %s %s for the run started %s, the driver runs one started %s", r.Instance, r.Phase,
+						r.StartedAt.Format(time.RFC3339Nano), in.StartedAt.Format(time.RFC3339Nano))})
+			}
+		}
+	}
+	return out
+}
+
 // CheckStopped: an instance of a stopped service started after the stop
 // was acknowledged (plus StartGrace) is a safety violation; one still
 // running, or a marked process of the service still alive, is a liveness
@@ -383,6 +424,9 @@ type HostView struct {
 	Node  string
 	Host  string
 	State messages.HostState
+	// Fenced: the node's lease is past its validity by the node's own
+	// clock, so its gate admits nothing (ACT-14): it does not serve.
+	Fenced bool
 }
 
 // CheckSingleAwake: no host is awake (or stopping, its instance still up)
@@ -390,7 +434,7 @@ type HostView struct {
 func CheckSingleAwake(views []HostView) []Violation {
 	awake := map[string][]string{}
 	for _, v := range views {
-		if v.State == messages.HostAwake || v.State == messages.HostStopping {
+		if (v.State == messages.HostAwake || v.State == messages.HostStopping) && !v.Fenced {
 			awake[v.Host] = append(awake[v.Host], v.Node+" ("+string(v.State)+")")
 		}
 	}

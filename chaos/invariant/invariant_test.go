@@ -77,10 +77,43 @@ func TestGoodStateHoldsEverything(t *testing.T) {
 		"awake":        CheckSingleAwake([]HostView{{Node: "a", Host: "h", State: messages.HostAwake}, {Node: "b", Host: "h", State: messages.HostAsleep}}),
 		"checkpoint":   CheckCheckpoint("h", "abc", "abc"),
 		"goroutines":   CheckGoroutines(map[string]int{"a": 10}, map[string]int{"a": 12}, 5),
+		"serving":      CheckServingIsRunning(st, in),
 	} {
 		if len(vs) != 0 {
 			t.Errorf("%s: %v", name, vs)
 		}
+	}
+}
+
+// Issue 18: a replica status calls serving is a running instance in the
+// driver's own list, of the run status describes; a dead workload never
+// passes for a live one.
+func TestServingIsRunningCatches(t *testing.T) {
+	cases := map[string]struct {
+		edit     func([]inject.Instance) []inject.Instance
+		evidence string
+	}{
+		"gone from the driver": {func(in []inject.Instance) []inject.Instance { return in[:1] },
+			"shop-web-2-x serving (in rotation true) but the driver has no such instance"},
+		"exited in the driver": {func(in []inject.Instance) []inject.Instance { in[1].State = drivers.StateStopped; return in },
+			"shop-web-2-x serving (in rotation true) but the driver has it stopped"},
+		"another run": {func(in []inject.Instance) []inject.Instance { in[1].StartedAt = t0.Add(time.Second); return in },
+			"the driver runs one started"},
+	}
+	for name, c := range cases {
+		st := goodStatus()
+		for i := range st[0].Replicas {
+			st[0].Replicas[i].StartedAt = t0
+		}
+		vs := CheckServingIsRunning(st, c.edit(goodInstances()))
+		if len(vs) != 1 || vs[0].Invariant != ServingIsRunning || vs[0].Subject != "shop/web/2" || !strings.Contains(vs[0].Evidence, c.evidence) {
+			t.Errorf("%s: %v", name, vs)
+		}
+	}
+	st := goodStatus()
+	st[0].Replicas[1].Phase, st[0].Replicas[1].InRotation = "down", false
+	if vs := CheckServingIsRunning(st, goodInstances()[:1]); len(vs) != 0 {
+		t.Errorf("a replica status calls down needs no running instance: %v", vs)
 	}
 }
 
@@ -204,6 +237,12 @@ func TestCHS3SingleAwakeCatches(t *testing.T) {
 	only(t, vs, SingleAwake, "awake on a (awake) and b (stopping)")
 	if vs[0].Subject != "h" || !vs[0].Safety {
 		t.Fatalf("%v", vs)
+	}
+	// ACT-14: a node fenced by its own lease clock does not serve, so it
+	// does not count as awake beside the node that took the host over.
+	if vs := CheckSingleAwake([]HostView{{Node: "a", Host: "h", State: messages.HostAwake, Fenced: true},
+		{Node: "b", Host: "h", State: messages.HostAwake}}); len(vs) != 0 {
+		t.Fatalf("a fenced node counted as awake: %v", vs)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,14 @@ type Target struct {
 	Stoppable bool
 	// Rollout services are redeployed (daemon.kill-rollout).
 	Rollout bool
+	// Probe: the service has a healthcheck that fails when its workload
+	// hangs (workload.stop aims only at those).
+	Probe bool
+	// MemoryLimit: the service has a memory limit and an endpoint that
+	// allocates (workload.oom).
+	MemoryLimit bool
+	// S3: a host pair on the S3 store, behind fault proxies (s3.*).
+	S3 bool
 }
 
 // Stack is the stack part of Service.
@@ -78,6 +87,9 @@ type Fault struct {
 	Params map[string]string `json:"params,omitempty"`
 	// Intents run, in order, just before the fault.
 	Intents []Intent `json:"intents,omitempty"`
+	// Parts are the faults of a compound (several at once): injected one
+	// right after the other, in order, and recovered from together.
+	Parts []Fault `json:"parts,omitempty"`
 }
 
 // Param returns a parameter as an int (0 when absent or not a number).
@@ -105,6 +117,9 @@ func (f Fault) String() string {
 	for _, in := range f.Intents {
 		fmt.Fprintf(&b, " [%s]", in)
 	}
+	for _, part := range f.Parts {
+		fmt.Fprintf(&b, " {%s}", strings.Join(strings.Fields(part.String())[1:], " "))
+	}
 	return b.String()
 }
 
@@ -130,16 +145,25 @@ func (p Plan) available(k Kind) bool {
 func (p Plan) targetsFor(k Kind) []Target {
 	var want func(Target) bool
 	switch k {
-	case PanicRoot, DaemonKill, ConfigTruncate, ConfigHalf, SocketGarbage, SocketFlood, JournalCorrupt, JournalReadonly:
+	case PanicRoot, DaemonKill, ConfigTruncate, ConfigHalf, SocketGarbage, SocketFlood, JournalCorrupt, JournalReadonly,
+		DaemonStop, DaemonFDLimit, Compound, DiskFull:
 		return []Target{{}}
 	case PanicStack, PanicService, PanicReplica:
 		want = func(t Target) bool { return t.Driver != "host" }
-	case WorkloadKill, DriverFail, DriverTimeout, DriverHang:
+	case WorkloadKill, DriverHang, DiskTornState, ClockJump:
 		want = func(t Target) bool { return t.Driver == "process" }
-	case IncusKillInit:
+	case DriverFail, DriverTimeout:
+		want = func(t Target) bool { return t.Driver == "process" || t.Driver == "incus" }
+	case WorkloadStop:
+		want = func(t Target) bool { return t.Driver == "process" && t.Probe }
+	case WorkloadOOM:
+		want = func(t Target) bool { return t.Driver == "process" && t.MemoryLimit }
+	case IncusKillInit, IncusAPIError, IncusAPISlow, IncusRestart:
 		want = func(t Target) bool { return t.Driver == "incus" }
 	case DaemonKillRollout:
 		want = func(t Target) bool { return t.Rollout }
+	case S3Error, S3Latency, S3Reset, S3Truncate, S3Partition, S3Restart:
+		want = func(t Target) bool { return t.Driver == "host" && t.S3 }
 	default: // host faults
 		want = func(t Target) bool { return t.Driver == "host" }
 	}
@@ -196,8 +220,11 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	oneOf := func(key string, vs ...string) { f.Params[key] = vs[rng.IntN(len(vs))] }
 	switch k {
 	case DriverFail:
-		oneOf("op", "start", "inspect")
+		oneOf("op", DriverFailOps...)
 		set("count", 1+rng.IntN(3))
+		if op := f.Params["op"]; op == "start" || op == "inspect" {
+			oneOf("kind", "transient", "transient", "not_found", "invalid")
+		}
 	case DriverTimeout:
 		oneOf("op", "start", "inspect")
 		set("count", 1+rng.IntN(2))
@@ -206,7 +233,7 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 		oneOf("op", "start", "inspect")
 		set("count", 1)
 	case StoreError:
-		oneOf("op", "get", "put", "list")
+		oneOf("op", "get", "put", "list", "delete")
 		set("count", 1+rng.IntN(3))
 	case StoreLatency:
 		oneOf("op", "get", "put")
@@ -234,11 +261,43 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 		oneOf("damage", JournalDamages...)
 	case JournalReadonly:
 		set("kill", boolInt(rng.IntN(2) == 0))
+	case WorkloadStop:
+		set("cont", boolInt(rng.IntN(2) == 0)) // SIGCONT it after the restart began, or leave it to the kill
+	case DaemonStop:
+		set("stop_ms", 1000+250*rng.IntN(17))
+	case Compound:
+		f.Service = ""
+		f.Parts = p.parts(rng)
+	case S3Error:
+		oneOf("code", "503", "503", "500")
+		set("count", 1+rng.IntN(3))
+	case S3Latency:
+		set("delay_ms", 200+200*rng.IntN(10))
+	case IncusAPIError:
+		set("count", 1+rng.IntN(3))
+	case IncusAPISlow:
+		set("delay_ms", 500+500*rng.IntN(7))
+	case IncusRestart:
+		set("kill", boolInt(rng.IntN(2) == 0))
+	case S3Reset:
+		oneOf("after", "0", "100", "4096")
+		set("count", 1+rng.IntN(2))
+	case S3Truncate:
+		set("count", 1+rng.IntN(2))
+	case ClockJump, ClockJumpAwake:
+		oneOf("offset_s", "-7200", "-600", "-45", "45", "600", "7200")
+		set("hold_ms", 2000+500*rng.IntN(7))
+	case DiskFull:
+		set("hold_ms", 1000+500*rng.IntN(7))
+		set("kill", boolInt(rng.IntN(100) < 30))
+	case DaemonFDLimit:
+		set("slack", 4+rng.IntN(12))
+		set("hold_ms", 1000+500*rng.IntN(5))
 	}
 	// Intents aim at replicated services; host faults run on nodes of
 	// their own. A corrupt journal loses the intents before it (nothing
 	// of a damaged journal is salvaged), so none is drawn for it.
-	if k != DaemonKill && k != DaemonKillRollout && k != JournalCorrupt && k.Needs() != NeedHosts && rng.IntN(100) < p.IntentEvery {
+	if k != DaemonKill && k != DaemonKillRollout && k != JournalCorrupt && !k.OnHostPair() && rng.IntN(100) < p.IntentEvery {
 		if in, ok := p.intent(rng); ok {
 			f.Intents = append(f.Intents, in)
 		}
@@ -248,6 +307,49 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	}
 	return f
 }
+
+// compoundFamilies are the families a compound fault draws its parts
+// from, one kind per family and 2-3 families, in the order they are
+// injected: what acts on workloads first, the daemon itself last (a
+// relaunched daemon would refuse the ops of the faults after it).
+var compoundFamilies = [][]Kind{
+	{WorkloadKill, WorkloadStop},
+	{DriverFail, DriverTimeout},
+	{PanicReplica, PanicService, PanicStack},
+	{DaemonStop, DaemonKill},
+}
+
+// parts draws the parts of a compound fault.
+func (p Plan) parts(rng *rand.Rand) []Fault {
+	var fams [][]Kind
+	for _, fam := range compoundFamilies {
+		var ok []Kind
+		for _, k := range fam {
+			if p.available(k) && len(p.targetsFor(k)) > 0 {
+				ok = append(ok, k)
+			}
+		}
+		if len(ok) > 0 {
+			fams = append(fams, ok)
+		}
+	}
+	n := min(len(fams), 2+rng.IntN(2))
+	picked := rng.Perm(len(fams))[:n]
+	slices.Sort(picked)
+	out := make([]Fault, 0, n)
+	for _, i := range picked {
+		fam := fams[i]
+		part := p.draw(rng, 0, fam[rng.IntN(len(fam))])
+		part.Seq, part.Intents = 0, nil
+		out = append(out, part)
+	}
+	return out
+}
+
+// DriverFailOps are the driver calls driver.fail fails: start and inspect
+// meet a killed replica's recovery; create, stop and delete a redeploy;
+// exec a probe (cache's); list a restarted service actor's adoption.
+var DriverFailOps = []string{"start", "inspect", "start", "inspect", "create", "stop", "delete", "exec", "list"}
 
 // JournalDamages are the damages journal.corrupt draws from: a table's
 // bytes overwritten, its footer zeroed, cut in half, emptied, or gone; the

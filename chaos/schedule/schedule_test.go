@@ -17,7 +17,7 @@ func testPlan(seed uint64, n int) Plan {
 	return Plan{Seed: seed, Faults: n, Mix: mix, IntentEvery: 30,
 		Available: map[Need]bool{NeedIncus: true},
 		Targets: []Target{
-			{Service: "shop/web", Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true},
+			{Service: "shop/web", Driver: "process", MinReplicas: 2, MaxReplicas: 3, Rollout: true, Probe: true},
 			{Service: "jobs/worker", Driver: "process", Stoppable: true},
 			{Service: "edge/box", Driver: "incus"},
 		}}
@@ -57,12 +57,12 @@ func TestCHS4GoldenSchedule(t *testing.T) {
 	}
 }
 
-const goldenSeed1 = `   1 incus.kill-init      edge/box pick=1667356528
-   2 panic.service        edge/box pick=1127422099
-   3 panic.root           pick=773690051
-   4 driver.hang          shop/web pick=3818854482 count=1 op=inspect
-   5 incus.kill-init      edge/box pick=545857100
-   6 panic.service        edge/box pick=3402224840
+const goldenSeed1 = `   1 incus.api-error      edge/box pick=1667356528 count=2
+   2 journal.corrupt      pick=1706415741 damage=manifest-cut
+   3 driver.fail          shop/web pick=2666596052 count=2 kind=transient op=inspect
+   4 socket.garbage       pick=1600029330 conns=7
+   5 panic.root           pick=3402224840
+   6 daemon.fd-limit      pick=3309951176 hold_ms=3000 slack=14
 `
 
 // REL-5, CHS-2: journal.corrupt always names a damage from the list and
@@ -124,11 +124,25 @@ func TestBuildRespectsMixAndAvailability(t *testing.T) {
 			if f.Kind.Needs() == NeedHosts || (f.Kind.Needs() == NeedIncus && !p.Available[NeedIncus]) {
 				t.Fatalf("unavailable kind drawn: %s", f)
 			}
-			if f.Kind == IncusKillInit && f.Service != "edge/box" {
+			if (f.Kind == IncusKillInit || f.Kind == IncusAPIError || f.Kind == IncusAPISlow || f.Kind == IncusRestart) && f.Service != "edge/box" {
 				t.Fatalf("incus fault at a process service: %s", f)
 			}
-			if (f.Kind == DriverFail || f.Kind == DriverHang) && !strings.Contains("start inspect", f.Params["op"]) {
+			if f.Kind == DriverHang && !strings.Contains("start inspect", f.Params["op"]) || f.Kind == DriverFail && !slices.Contains(DriverFailOps, f.Params["op"]) {
 				t.Fatalf("bad op: %s", f)
+			}
+			if k, ok := f.Params["kind"]; f.Kind == DriverFail && (ok != strings.Contains("start inspect", f.Params["op"]) || ok && !strings.Contains("transient not_found invalid", k)) {
+				t.Fatalf("bad error kind: %s", f)
+			}
+			if (f.Kind == DriverHang || f.Kind == WorkloadStop) && f.Service == "edge/box" || f.Kind == WorkloadStop && f.Service != "shop/web" {
+				t.Fatalf("fault at a service it cannot aim at: %s", f)
+			}
+			if f.Kind == WorkloadOOM {
+				t.Fatalf("workload.oom drawn without cgroups: %s", f)
+			}
+			if f.Kind == Compound {
+				checkCompound(t, f)
+			} else if len(f.Parts) > 0 {
+				t.Fatalf("parts on a fault that is not compound: %s", f)
 			}
 			for _, in := range f.Intents {
 				switch in.Op {
@@ -146,6 +160,31 @@ func TestBuildRespectsMixAndAvailability(t *testing.T) {
 			}
 		}
 	})
+}
+
+// REL-4: a compound fault has 2-3 parts from different families, in the
+// families' order (the daemon's own last), none compound itself and none
+// with intents of its own.
+func checkCompound(t *rapid.T, f Fault) {
+	family := func(k Kind) int {
+		for i, fam := range compoundFamilies {
+			if slices.Contains(fam, k) {
+				return i
+			}
+		}
+		return -1
+	}
+	if len(f.Parts) < 2 || len(f.Parts) > 3 || f.Service != "" {
+		t.Fatalf("compound with %d parts: %s", len(f.Parts), f)
+	}
+	last := -1
+	for _, part := range f.Parts {
+		fam := family(part.Kind)
+		if fam <= last || len(part.Intents) > 0 || len(part.Parts) > 0 || part.Seq != 0 {
+			t.Fatalf("compound part %s out of order, repeated family, or with intents or parts: %s", part.Kind, f)
+		}
+		last = fam
+	}
 }
 
 func TestBuildErrors(t *testing.T) {

@@ -74,6 +74,10 @@ func chaosRunCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			rep, err := chaos.Run(ctx, opts)
+			if err != nil && ctx.Err() != nil && rep != nil {
+				return &exitError{code: 130, err: fmt.Errorf("chaos campaign %s seed %d interrupted: %s (%d violations so far)",
+					opts.Scenario, opts.Seed, rep.Aborted, len(rep.Violations()))}
+			}
 			if err != nil {
 				return failure(err)
 			}
@@ -88,6 +92,7 @@ func chaosRunCmd() *cobra.Command {
 	f.StringVar(&opts.Scenario, "scenario", "ci", "scenario: "+strings.Join(chaos.ScenarioNames(), ", "))
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the fault schedule")
 	f.IntVar(&opts.Faults, "faults", 200, "faults to inject")
+	f.StringSliceVar(&opts.Kinds, "kinds", nil, "draw only these fault kinds of the scenario's mix (comma-separated, e.g. workload.stop,daemon.stop)")
 	f.StringVar(&opts.ReportDir, "report", "", "directory for report.json and report.md")
 	f.StringVar(&opts.WorkDir, "work-dir", "", "where the temporary data directories go (default the system's temp dir)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print what each wait for recovery is still waiting for")

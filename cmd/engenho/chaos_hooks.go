@@ -36,19 +36,21 @@ const (
 	chaosInstances   = "instances"    // detail: every instance the drivers hold, unfiltered (JSON)
 	chaosGoroutines  = "goroutines"   // detail: goroutines grouped by function and creator (JSON)
 	chaosExpireLease = "expire-lease" // target: a host; its lease record is made expired
+	chaosClock       = "clock"        // params: jump=DURATION (the wall time moves, the monotonic does not), or reset=1
 )
 
 // faultRegistry makes the daemon's fault registry on first use. A bad
 // ENGENHO_CHAOS_PLANT is logged and no bug is planted.
 type faultRegistry struct {
-	log  *logging.Logger
-	once sync.Once
-	f    *inject.Faults
+	log   *logging.Logger
+	clock *inject.JumpClock
+	once  sync.Once
+	f     *inject.Faults
 }
 
 func (r *faultRegistry) faults() *inject.Faults {
 	r.once.Do(func() {
-		clk := clock.New() // the daemon's own clock in this binary
+		clk := r.clock // the daemon's own clock in this binary
 		f, err := inject.New(clk)
 		if err != nil {
 			r.log.Error().Err(err).Msg("chaos: no bug planted")
@@ -63,11 +65,12 @@ func (r *faultRegistry) faults() *inject.Faults {
 }
 
 func newChaosHooks(log *logging.Logger) *daemon.Hooks {
-	r := &faultRegistry{log: log}
+	r := &faultRegistry{log: log, clock: inject.NewJumpClock(clock.New())}
 	return &daemon.Hooks{
+		Clock:            r.clock,
 		WrapDriver:       func(d drivers.Driver) drivers.Driver { return inject.WrapDriver(d, r.faults()) },
 		WrapStore:        func(s objstore.Store, prefix string) objstore.Store { return inject.WrapStore(s, prefix, r.faults()) },
-		AllowInjectPanic: true,
+		AllowInjectPanic: r.faults().Plant().Kind() != inject.PlantDropPanic,
 		SkipJournalCheck: func() bool { return r.faults().Plant().Kind() == inject.PlantSkipJournalCheck },
 		Ops: map[string]daemon.OpFunc{
 			chaosPanic:       chaosPanicOp,
@@ -78,6 +81,7 @@ func newChaosHooks(log *logging.Logger) *daemon.Hooks {
 			chaosInstances:   chaosInstancesOp,
 			chaosGoroutines:  chaosGoroutinesOp,
 			chaosExpireLease: r.expireLeaseOp,
+			chaosClock:       r.clockOp,
 		},
 	}
 }
@@ -174,5 +178,26 @@ func chaosJSON(res control.ChaosResult, v any) (control.ChaosResult, error) {
 		return res, control.Errorf(control.CodeInvalid, "chaos %s: encoding: %v", res.Kind, err)
 	}
 	res.Detail = string(b)
+	return res, nil
+}
+
+// clockOp jumps the daemon's wall time (jump=DURATION, negative back) or
+// undoes every jump (reset=1); its monotonic time never moves.
+func (r *faultRegistry) clockOp(_ context.Context, rt daemon.Running, args control.ChaosArgs) (control.ChaosResult, error) {
+	res := result(args)
+	switch {
+	case args.Params["reset"] != "":
+		r.clock.Reset()
+	case args.Params["jump"] != "":
+		d, err := time.ParseDuration(args.Params["jump"])
+		if err != nil {
+			return res, control.Errorf(control.CodeInvalid, "chaos clock: jump=%q: %v", args.Params["jump"], err)
+		}
+		r.clock.Jump(d)
+	default:
+		return res, control.Errorf(control.CodeInvalid, "chaos clock: want jump=DURATION or reset=1")
+	}
+	rt.Log.Warn().Dur("offset", r.clock.Offset()).Msg("chaos: wall clock jumped")
+	res.Detail = fmt.Sprintf("wall clock offset %s", r.clock.Offset())
 	return res, nil
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 // demo-http is the workload of the demo stack and of the integration
 // tests: an HTTP server on $PORT that says which replica answered. With
 // DEMO_HEALTH=fail its /healthz answers 500, which makes a bad revision.
+// With DEMO_ALLOW_ALLOC=1, GET /alloc?mib=N allocates and touches N MiB
+// and keeps it: the chaos suite's workload OOM (DRV-14).
 func init() {
 	subcommands = append(subcommands, func() *cobra.Command {
 		var addr string
@@ -50,7 +54,34 @@ func serveDemo(addr string) error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "hello from %s, pid %d\n", who, os.Getpid())
 	})
+	if os.Getenv("DEMO_ALLOW_ALLOC") == "1" {
+		mux.HandleFunc("/alloc", allocHandler())
+	}
 	return serveUntilSignal("demo-http", addr, mux, who)
+}
+
+// allocHandler allocates ?mib=N MiB (at most 4096), writes every page so
+// the memory is really used, and keeps it for the process's life.
+func allocHandler() http.HandlerFunc {
+	var kept [][]byte
+	var mu sync.Mutex
+	return func(w http.ResponseWriter, r *http.Request) {
+		mib, err := strconv.Atoi(r.URL.Query().Get("mib"))
+		if err != nil || mib < 1 || mib > 4096 {
+			http.Error(w, "want ?mib=N with 1 <= N <= 4096", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for range mib {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			kept = append(kept, b)
+		}
+		fmt.Fprintf(w, "holding %d MiB more\n", mib)
+	}
 }
 
 // serveUntilSignal serves h on addr until SIGTERM or SIGINT, then shuts

@@ -87,7 +87,11 @@ func hostTable(hosts []messages.HostStatus, now time.Time) string {
 			due = h.Due.UTC().Format(time.RFC3339)
 		}
 		class, shipped, window := replicationCells(h, now)
-		t.row(h.Host, h.Stack+"/"+h.Service, string(h.State), since(now, h.Since), strconv.Itoa(h.Wakes), due,
+		state := string(h.State)
+		if h.Fenced {
+			state += " (fenced: lease expired)"
+		}
+		t.row(h.Host, h.Stack+"/"+h.Service, state, since(now, h.Since), strconv.Itoa(h.Wakes), due,
 			class, shipped, window, oneLine(h.LastError, messageWidth))
 	}
 	return t.String()

@@ -253,6 +253,10 @@ type Boot struct {
 // Journal configures the journal (DMN-10).
 type Journal struct {
 	Events Events `key:"events"`
+	// Reserve is the free space the journal keeps on its disk: below it,
+	// writes (intents, events) are refused instead of filling the disk
+	// (issue 18). 0 is the journal's default (112MiB).
+	Reserve Size `key:"reserve"`
 }
 
 // Events bounds the event log: 0 means no bound of that kind.

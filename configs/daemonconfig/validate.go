@@ -65,6 +65,9 @@ func (p *parser) validate(c *Config) {
 	if c.Journal.Events.MaxCount < 0 {
 		p.failKey("journal.events.max_count", "must not be negative (0 means no bound), got %d", c.Journal.Events.MaxCount)
 	}
+	if c.Journal.Reserve < 0 {
+		p.failKey("journal.reserve", "must not be negative (0 means the default, 112MiB), got %s", c.Journal.Reserve)
+	}
 	if c.Journal.Events.MaxAge < 0 {
 		p.failKey("journal.events.max_age", "must not be negative (0 means no bound), got %s", c.Journal.Events.MaxAge)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/clock"
@@ -147,6 +148,9 @@ func (p *Prober) http(ctx context.Context, cfg Config, target Target) Result {
 	req.Header.Set("User-Agent", "engenho-probe")
 	resp, err := p.client.Do(req)
 	if err != nil {
+		if ownFault(err) {
+			return Result{Outcome: Error, Output: fmt.Sprintf("http probe could not run: GET %s: %v", reqURL, unwrapURLError(err))}
+		}
 		// The instance did not answer (refused, reset, bad response).
 		return Result{Outcome: Unhealthy, Output: fmt.Sprintf("GET %s: %v", reqURL, unwrapURLError(err))}
 	}
@@ -166,6 +170,9 @@ func (p *Prober) tcp(ctx context.Context, cfg Config, target Target) Result {
 	}
 	conn, err := p.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		if ownFault(err) {
+			return Result{Outcome: Error, Output: fmt.Sprintf("tcp probe could not run: connect %s: %v", addr, err)}
+		}
 		return Result{Outcome: Unhealthy, Output: fmt.Sprintf("connect %s: %v", addr, err)}
 	}
 	conn.Close()
@@ -192,6 +199,17 @@ func resolveAddr(cfg Config, target Target) (string, error) {
 		return "", fmt.Errorf("%s probe: instance %s publishes no port", cfg.Kind, target.Instance)
 	}
 	return target.Addresses[slices.Min(ports)], nil
+}
+
+// ownFault reports whether a probe's connection failed for want of the
+// daemon's own resources (no file descriptor, no buffer, no memory for a
+// socket): that says nothing of the workload, so the probe could not run
+// (SUP-14) instead of counting as unhealthy. Found by the chaos fault
+// daemon.fd-limit, which had healthy replicas restarted for the daemon's
+// own exhausted descriptors.
+func ownFault(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
 // unwrapURLError drops the *url.Error wrapper, which repeats the URL.

@@ -3,12 +3,16 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,5 +304,53 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}
+	}
+}
+
+// SUP-14, issue 18 (found by the chaos fault daemon.fd-limit): a probe
+// whose connection fails for want of the daemon's own descriptors could
+// not run: neither healthy nor unhealthy, so a healthy workload is never
+// restarted for the daemon's exhausted files. The child process lowers
+// its own open-file limit to what it holds, so a socket cannot be made.
+func TestSUP14ProbeWithoutDescriptorsCouldNotRun(t *testing.T) {
+	if addr := os.Getenv("ENGENHO_PROBE_EMFILE_CHILD"); addr != "" {
+		// Start the runtime's poller first (it needs a descriptor of its
+		// own), then lower the limit until not even one socket can be made.
+		if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			l.Close()
+		}
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := uint64(len(entries)); n > 3; n-- {
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: 4096}); err != nil {
+				t.Fatal(err)
+			}
+			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+			if err != nil {
+				break
+			}
+			syscall.Close(fd)
+		}
+		p := realProber()
+		target := Target{Instance: "web-1", Addresses: map[int]string{80: addr}}
+		for _, kind := range []Kind{KindHTTP, KindTCP} {
+			r := p.Probe(context.Background(), Config{Kind: kind, Path: "/", Timeout: 2 * time.Second}.WithDefaults(), target)
+			if r.Outcome != Error || !strings.Contains(r.Output, "could not run") {
+				fmt.Printf("PROBE %s: %s %q\n", kind, r.Outcome, r.Output)
+				return
+			}
+		}
+		fmt.Println("EMFILE OK")
+		return
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSUP14ProbeWithoutDescriptorsCouldNotRun$", "-test.v")
+	cmd.Env = append(os.Environ(), "ENGENHO_PROBE_EMFILE_CHILD="+srv.Listener.Addr().String())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "EMFILE OK") {
+		t.Fatalf("probes without descriptors: %v\n%s", err, out)
 	}
 }

@@ -2,6 +2,7 @@ package process_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -216,4 +217,49 @@ func TestLaunchWithoutRunIsForgotten(t *testing.T) {
 		t.Fatalf("restart: %+v", again)
 	}
 	b.Kill(ctxT(t), "brief")
+}
+
+// REL-5, issue 18 (disk: a torn state file): a state file that does not
+// decode cannot be managed, so a new Driver on the Dir ends its run
+// (every process naming the instance, its cgroup), moves its directory to
+// DIR/damaged for the operator, and no longer knows the instance (the
+// service fills the slot afresh); it never crashes and never leaves the
+// run as an orphan beside the fresh one. A sound instance beside it is
+// adopted as always.
+func TestRELTornStateFileIsQuarantined(t *testing.T) {
+	dir := t.TempDir()
+	a := newDriver(t, dir)
+	torn := shSpec("torn", "echo up; sleep 3600", drivers.Labels{"app": "torn"})
+	torn.Env = map[string]string{"ENGENHO_INSTANCE": "torn"}
+	mustCreate(t, a, torn)
+	run := mustStart(t, a, "torn")
+	mustCreate(t, a, shSpec("sound", "sleep 3600", drivers.Labels{"app": "sound"}))
+	sound := mustStart(t, a, "sound")
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "instances", "torn", "state.json")
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newDriver(t, dir)
+	defer c.Close()
+	if _, err := c.Inspect(ctxT(t), "torn"); !errors.Is(err, drivers.ErrNotFound) {
+		t.Fatalf("inspect of the torn instance: %v, want not found", err)
+	}
+	waitFor(t, "the torn instance's run to end", func() bool { return !alive(run.Pid) })
+	kept, _ := filepath.Glob(filepath.Join(dir, "damaged", "torn-*", "state.json"))
+	if len(kept) != 1 {
+		t.Fatalf("the torn state file was not kept under damaged/: %v", kept)
+	}
+	if st, err := c.Inspect(ctxT(t), "sound"); err != nil || st.Pid != sound.Pid || st.State != drivers.StateRunning {
+		t.Fatalf("the sound instance beside it: %+v %v", st, err)
+	}
+	mustCreate(t, c, torn) // the name is free again
+	_ = c.Kill(ctxT(t), "sound")
 }

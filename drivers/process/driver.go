@@ -236,6 +236,11 @@ func (d *Driver) load() error {
 		if errors.Is(err, errClosed) {
 			return err
 		}
+		var damaged *damagedRecord
+		if errors.As(err, &damaged) {
+			d.quarantine(filepath.Join(root, name), name, err)
+			continue
+		}
 		if err != nil {
 			d.log.Error().Err(err).Str("instance", name).Msg("cannot load instance; left untouched")
 			continue
@@ -252,7 +257,7 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		return nil, err
 	}
 	if rec.Spec.Name != name {
-		return nil, fmt.Errorf("state file names %q", rec.Spec.Name)
+		return nil, &damagedRecord{path: filepath.Join(dir, stateFile), reason: fmt.Sprintf("it names instance %q", rec.Spec.Name)}
 	}
 	in := d.newInstance(dir, rec)
 	d.findCgroup(in)

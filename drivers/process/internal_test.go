@@ -80,7 +80,8 @@ func TestAdoptOnlyWhenPidAndStartTimeMatch(t *testing.T) {
 	}
 	writeRecord(t, dir, record{Spec: spec("real"), Running: true, Pid: live.Process.Pid, ProcStart: liveStart, StartedAt: startedAt})
 
-	// A state file that cannot be read is left alone.
+	// A state file that cannot be read is kept, unchanged, under damaged/
+	// (REL-5; its run, if any, is ended: TestRELTornStateFileIsQuarantined).
 	broken := filepath.Join(dir, "instances", "broken")
 	os.MkdirAll(broken, 0o700)
 	os.WriteFile(filepath.Join(broken, stateFile), []byte("{not json"), 0o600)
@@ -108,7 +109,11 @@ func TestAdoptOnlyWhenPidAndStartTimeMatch(t *testing.T) {
 	if _, err := d.Inspect(ctx, "broken"); err == nil {
 		t.Errorf("an unreadable instance was loaded")
 	}
-	if b, _ := os.ReadFile(filepath.Join(broken, stateFile)); string(b) != "{not json" {
+	kept, _ := filepath.Glob(filepath.Join(dir, "damaged", "broken-*", stateFile))
+	if len(kept) != 1 {
+		t.Fatalf("the unreadable state file was not kept under damaged/: %v", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); string(b) != "{not json" {
 		t.Errorf("the unreadable state file was changed")
 	}
 

@@ -155,10 +155,18 @@ func loadRecord(dir string) (*record, error) {
 	}
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+		return nil, &damagedRecord{path: filepath.Join(dir, stateFile), reason: err.Error()}
 	}
 	return &r, nil
 }
+
+// damagedRecord is a state file that exists but cannot be read as the
+// instance's record (REL-5).
+type damagedRecord struct {
+	path, reason string
+}
+
+func (e *damagedRecord) Error() string { return "state file " + e.path + " is damaged: " + e.reason }
 
 // persist writes snap, version v of the instance's record, unless a newer
 // version is already on disk or the instance was deleted. Writes happen

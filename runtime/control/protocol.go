@@ -132,8 +132,10 @@ const (
 	CodeTimeout Code = "timeout"
 	// CodeCancelled: the request was cancelled by the client.
 	CodeCancelled Code = "cancelled"
-	// CodeUnavailable: the daemon is shutting down or the runtime is not
-	// in a state that can answer (no tree while stopped).
+	// CodeUnavailable: the daemon is shutting down, the runtime is not in a
+	// state that can answer (no tree while stopped), or its journal's disk
+	// is short of the reserve (nothing was recorded; retry once there is
+	// room).
 	CodeUnavailable Code = "unavailable"
 	// CodeInternal: the handler failed unexpectedly.
 	CodeInternal Code = "internal"

@@ -109,6 +109,9 @@ type Daemon struct {
 // New prepares a daemon: it takes the data directory's lock at once, so a
 // second daemon on the same directory fails here naming the holder (DMN-2).
 func New(opts Options) (*Daemon, error) {
+	if opts.Clock == nil && opts.Hooks != nil {
+		opts.Clock = opts.Hooks.Clock
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.New()
 	}

@@ -196,6 +196,7 @@ func (d *Deployer) applyLocked(ctx context.Context, st *stackfile.Stack, source 
 			out.Notes = append(out.Notes, name+": restarted with what it depends on (depends_on restart: true)")
 		}
 	}
+	out.Changes = withRunningRevisions(out.Changes, cur, found, revs)
 	if dryRun || (!redefined && !redeclared) {
 		return out, nil
 	}
@@ -292,6 +293,26 @@ func restartDependents(st *stackfile.Stack, prev, revs map[string]string) []stri
 	}
 	slices.Sort(restarted)
 	return restarted
+}
+
+// withRunningRevisions says the revisions the services run, not the
+// file's: a service redeployed runs its file's revision with a -rN
+// suffix, kept while its definition is unchanged (the plan, computed from
+// the files, would name the bare one and an operator, or the chaos
+// campaign, would wait for a revision nothing runs).
+func withRunningRevisions(changes []stackfile.Change, cur journal.StackState, found bool, next map[string]string) []stackfile.Change {
+	for i, c := range changes {
+		if rev := cur.Current.Revisions[c.Service]; found && rev != "" && baseRevision(rev) == c.FromRevision {
+			changes[i].FromRevision = rev
+		}
+		switch {
+		case next[c.Service] != "":
+			changes[i].ToRevision = next[c.Service]
+		case c.Action != stackfile.ActionRemove && baseRevision(changes[i].FromRevision) == c.ToRevision:
+			changes[i].ToRevision = changes[i].FromRevision
+		}
+	}
+	return changes
 }
 
 // nextSuffix is rev with its redeploy suffix -rN counted up.

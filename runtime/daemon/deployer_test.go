@@ -244,3 +244,63 @@ services:
 		t.Errorf("api after db's redeploy: %s, want %s-r2", api3, api1)
 	}
 }
+
+// SVC-4, SVC-17, issue 18 (found by the chaos campaign): an apply names
+// the revisions the services run. A redeployed service runs its file's
+// revision with a -rN suffix, kept while its definition is unchanged, so
+// an apply of the same file says "unchanged" at that revision, and an
+// update says it comes from it; before, the plan named the bare file
+// revision nothing ran.
+func TestSVC4ApplyNamesTheRunningRevision(t *testing.T) {
+	j, err := journal.Open(journal.Options{Dir: t.TempDir(), NoSync: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	d := NewDeployer(j, testNode{fake.New(fake.Options{})}, testKey)
+	parse := func(src string) *stackfile.Stack {
+		t.Helper()
+		src = strings.ReplaceAll(src, `"]
+`, `"]
+    driver: fake
+`)
+		st, err := stackfile.Parse("web.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if _, err := d.Apply(t.Context(), parse(webV1), "web.yaml", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := d.Redeploy("web", "api", testWho)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redeployed := ch.Changes[0].ToRevision
+	byName := func(a Applied) map[string]stackfile.Change {
+		out := map[string]stackfile.Change{}
+		for _, c := range a.Changes {
+			out[c.Service] = c
+		}
+		return out
+	}
+	for _, dry := range []bool{true, false} {
+		again, err := d.Apply(t.Context(), parse(webV1), "web.yaml", dry, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := byName(again)["api"]
+		if api.Action != stackfile.ActionUnchanged || api.FromRevision != redeployed || api.ToRevision != redeployed {
+			t.Fatalf("dry run %v: the same file after a redeploy: %+v, want unchanged at %s", dry, api, redeployed)
+		}
+	}
+	v2 := strings.Replace(webV1, `"2000"]`, `"2001"]`, 1) // worker changes; api does not
+	next, err := d.Apply(t.Context(), parse(v2), "web.yaml", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api := byName(next)["api"]; api.ToRevision != redeployed || api.FromRevision != redeployed {
+		t.Fatalf("an apply that changes another service: api %+v, want it kept at %s", api, redeployed)
+	}
+}

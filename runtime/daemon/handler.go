@@ -73,9 +73,11 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 		svc.StaleSecrets = rt.secrets.staleSecrets(svc)
 		res.Services = append(res.Services, svc)
 	}
-	for _, h := range rt.routes.Hosts() {
-		if args.Stack == "" || h.Stack == args.Stack {
-			res.Hosts = append(res.Hosts, h)
+	now := h.d.clk.Now()
+	for _, hs := range rt.routes.Hosts() {
+		if args.Stack == "" || hs.Stack == args.Stack {
+			hs.Fenced = hs.FencedAt(now)
+			res.Hosts = append(res.Hosts, hs)
 		}
 	}
 	if args.Stack != "" && len(res.Stacks) == 0 && len(res.Services) == 0 {
@@ -419,6 +421,8 @@ func errCode(err error) error {
 		return control.Errorf(control.CodeNotFound, "%v", err)
 	case errors.Is(err, ErrRemoving), errors.Is(err, journal.ErrNoPrevious):
 		return control.Errorf(control.CodeConflict, "%v", err)
+	case errors.Is(err, journal.ErrNoSpace):
+		return control.Errorf(control.CodeUnavailable, "%v", err)
 	}
 	return control.Errorf(control.CodeInvalid, "%v", err)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/engenho/engenho/drivers/clock"
 	"sort"
 	"strings"
 
@@ -33,6 +34,9 @@ type Hooks struct {
 	// check: a bug the chaos self-test plants (ENGENHO_CHAOS_PLANT
 	// skip-journal-check) to prove the campaign notices.
 	SkipJournalCheck func() bool
+	// Clock, when set, is the clock the daemon runs on (unless Options
+	// names one): the chaos build's, whose wall time can jump.
+	Clock clock.Clock
 }
 
 // OpFunc answers one kind of the chaos op on the running daemon.

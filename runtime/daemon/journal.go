@@ -95,11 +95,17 @@ func (d *Daemon) openJournal() (func(), error) {
 	// The check opens and closes the journal: read how the previous run
 	// left it first.
 	prev := journal.ReadPreviousClose(dir)
+	// The check and badger write as they open: on a full disk badger's
+	// mapped logs would kill the check with SIGBUS, and a crashed check
+	// reads as damage. Too little room is a passing fault: retried.
+	if err := journal.CheckSpace(d.dir.Root(), s.JournalReserve); err != nil {
+		return nil, fmt.Errorf("opening the journal: %w", err)
+	}
 	if err := d.checkJournal(dir); err != nil {
 		return nil, err
 	}
 	j, err := journal.Open(journal.Options{Dir: dir, Clock: d.clk, Logger: d.log.With().Str("part", "journal").Logger(),
-		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}, Previous: &prev})
+		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}, Previous: &prev, Reserve: s.JournalReserve})
 	if err != nil {
 		var le *journal.LockedError
 		if errors.As(err, &le) {

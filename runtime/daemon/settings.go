@@ -43,6 +43,8 @@ type Settings struct {
 
 	EventsMaxCount int
 	EventsMaxAge   time.Duration
+	// JournalReserve is the free space the journal keeps (0: its default).
+	JournalReserve int64
 
 	ChaosEnabled bool
 
@@ -113,6 +115,7 @@ func SettingsFrom(c *daemonconfig.Config) Settings {
 		s.StepTimeout = c.Boot.StepTimeout
 	}
 	s.EventsMaxCount, s.EventsMaxAge = c.Journal.Events.Retention()
+	s.JournalReserve = int64(c.Journal.Reserve)
 	s.ChaosEnabled = c.Chaos.Enabled
 	s.Config = c
 	return s

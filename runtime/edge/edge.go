@@ -177,7 +177,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route host.Route, sidecar bool) {
 	if sidecar {
 		// Never activity, never a wake (ACT-7).
-		if addr, ok := route.Gate.Peek(); ok {
+		if addr, ok := route.Gate.Peek(e.opts.Clock.Now()); ok {
 			e.forward(w, r, addr)
 			return
 		}
@@ -195,7 +195,7 @@ func (e *Edge) serveHost(w http.ResponseWriter, r *http.Request, route host.Rout
 	deadline := e.opts.Clock.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		if addr, ok := route.Gate.Enter(); ok {
+		if addr, ok := route.Gate.Enter(e.opts.Clock.Now()); ok {
 			e.forwardCounted(w, r, route.Gate, addr)
 			return
 		}

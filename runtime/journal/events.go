@@ -49,6 +49,10 @@ type eventLog struct {
 	last    uint64        // committer-owned: last committed sequence number
 	visible atomic.Uint64 // last published sequence number
 	failed  atomic.Bool   // set once a commit failed; appends are refused
+	// dropped counts the emitted events not recorded while the disk was
+	// short of the journal's reserve (committer-owned); the next commit
+	// with room says how many.
+	dropped int
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced on every publish
@@ -165,7 +169,9 @@ func (l *eventLog) commit(reqs []*appendReq) {
 	var err error
 	if l.failed.Load() {
 		err = ErrEventLogFailed
-	} else if err = l.write(reqs); err != nil {
+	} else if err = l.j.space.check(); err != nil {
+		l.drop(reqs, err)
+	} else if err = l.write(l.withDropped(reqs)); err != nil {
 		l.failed.Store(true)
 		l.j.log.Error().Err(err).Uint64("last_seq", l.last).Msg("event commit failed; event log refuses further appends")
 		err = fmt.Errorf("%w: %w", ErrEventLogFailed, err)
@@ -180,6 +186,35 @@ func (l *eventLog) commit(reqs []*appendReq) {
 			r.done <- appendReply{err: err}
 		}
 	}
+}
+
+// drop refuses a batch while the disk is short of the reserve: appends
+// get the error, emitted events are counted as dropped. The event log
+// stays usable: the next batch with room is written.
+func (l *eventLog) drop(reqs []*appendReq, err error) {
+	n := 0
+	for _, r := range reqs {
+		if r.done == nil {
+			n += len(r.events)
+		}
+	}
+	if l.dropped == 0 && n > 0 {
+		l.j.log.Error().Err(err).Msg("disk short of the journal's reserve: events are not recorded until there is room")
+	}
+	l.dropped += n
+}
+
+// withDropped puts, ahead of reqs, the event saying how many events were
+// not recorded while the disk was short, once there is room again.
+func (l *eventLog) withDropped(reqs []*appendReq) []*appendReq {
+	if l.dropped == 0 {
+		return reqs
+	}
+	ev := messages.Event{Kind: messages.KindEventsDropped, Level: messages.LevelWarn, Actor: "journal",
+		UnixMs:  l.j.opts.Clock.Now().UnixMilli(),
+		Message: fmt.Sprintf("%d events were not recorded while the disk had less free space than the journal's reserve", l.dropped)}
+	l.dropped = 0
+	return append([]*appendReq{{events: []messages.Event{ev}}}, reqs...)
 }
 
 // write assigns sequence numbers and commits the events, in several

@@ -53,6 +53,14 @@ type Options struct {
 	// before GC rewrites it (default 0.5).
 	GCDiscardRatio float64
 
+	// Reserve is the free space the journal keeps on its file system: a
+	// write that finds less is refused with ErrNoSpace (a *NoSpaceError)
+	// and nothing reaches badger, whose memory-mapped logs would otherwise
+	// kill the process with SIGBUS on a full disk. 0 takes the default
+	// (three memtables and a value-log file: 112 MiB); negative turns the
+	// check off.
+	Reserve int64
+
 	// Previous, when set, is how the previous process left the journal, as
 	// ReadPreviousClose saw it before a Check opened and closed it (which
 	// leaves it closed cleanly).
@@ -135,6 +143,7 @@ type Journal struct {
 	intentMu sync.Mutex
 
 	events  *eventLog
+	space   *space
 	closing chan struct{} // closed by Close: stops background loops
 	bg      sync.WaitGroup
 
@@ -175,6 +184,10 @@ func Open(opts Options) (*Journal, error) {
 		log:     opts.Logger.With().Str("component", "journal").Logger(),
 		prev:    prev,
 		closing: make(chan struct{}),
+		space:   &space{dir: opts.Dir, reserve: opts.Reserve, statfs: unix.Statfs},
+	}
+	if opts.Reserve == 0 {
+		j.space.reserve = defaultReserve(bo.MemTableSize, bo.ValueLogFileSize)
 	}
 	ev, err := openEventLog(j, bo.MemTableSize)
 	if err != nil {
@@ -189,6 +202,13 @@ func Open(opts Options) (*Journal, error) {
 	return j, nil
 }
 
+// Badger's file sizes for a node's journal: badger's defaults are sized
+// for servers (64 MiB memtables, 256 MiB cache, 1 GiB value logs).
+const (
+	defaultMemTable = 16 << 20
+	defaultValueLog = 64 << 20
+)
+
 func badgerOptions(o Options) badger.Options {
 	bo := badger.DefaultOptions(o.Dir).
 		WithLogger(badgerLogger{l: o.Logger.With().Str("component", "badger").Logger()}).
@@ -199,11 +219,11 @@ func badgerOptions(o Options) badger.Options {
 		WithDetectConflicts(false).
 		// A node's journal is small; badger's defaults are sized for
 		// servers (64 MiB memtables, 256 MiB cache, 1 GiB value logs).
-		WithMemTableSize(16 << 20).
+		WithMemTableSize(defaultMemTable).
 		WithNumMemtables(2).
 		WithBlockCacheSize(8 << 20).
 		WithNumCompactors(2).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(defaultValueLog).
 		// Events and intents stay in the LSM tree; large rendered
 		// definitions go to the value log, which GC reclaims.
 		WithValueThreshold(32 << 10).
@@ -338,8 +358,15 @@ func (j *Journal) update(fn func(txn *badger.Txn) error) error {
 	}
 	j.intentMu.Lock()
 	defer j.intentMu.Unlock()
+	if err := j.space.check(); err != nil {
+		return err
+	}
 	return j.db.Update(fn)
 }
+
+// SpaceShort reports whether the last write found less free space than
+// the journal's reserve (it refuses writes until there is room again).
+func (j *Journal) SpaceShort() bool { return j.space.short.Load() }
 
 // getJSON decodes the value at key into v; found is false when absent.
 func getJSON(txn *badger.Txn, key []byte, v any) (found bool, err error) {

@@ -56,6 +56,9 @@ func stopTimer(t clock.Timer) {
 // runGC rewrites value-log files while badger finds one worth rewriting.
 func (j *Journal) runGC() {
 	defer j.stats.gcPasses.Add(1)
+	if j.space.check() != nil {
+		return // a rewrite writes too; the next pass tries again
+	}
 	for {
 		select {
 		case <-j.closing:

@@ -32,6 +32,9 @@ func (l *eventLog) requestPrune() (PruneResult, error) {
 }
 
 func (l *eventLog) prune() (PruneResult, error) {
+	if err := l.j.space.check(); err != nil {
+		return PruneResult{}, fmt.Errorf("journal: retention: %w", err) // deleting writes too
+	}
 	keys, err := l.expired()
 	if err != nil {
 		return PruneResult{}, fmt.Errorf("journal: retention: %w", err)

@@ -363,6 +363,12 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return nil
 }
 
+// Abandon marks the lease lost without writing anything: the caller
+// learned another holder has the host (a checkpoint or restore fenced by
+// the manifest's claim). The Manager may then acquire the host again;
+// without this it would refuse every later Acquire of it as busy.
+func (l *Lease) Abandon() { l.lose() }
+
 // lose marks the lease lost and frees the host in the Manager.
 func (l *Lease) lose() {
 	l.mu.Lock()

@@ -326,6 +326,19 @@ func TestBusy(t *testing.T) {
 	acquire(t, m, "h")
 }
 
+// ACT-6: a lease abandoned (its holder learned of another's claim, a fenced
+// checkpoint) is no longer busy here: the manager may acquire it again.
+func TestAbandonFreesTheHost(t *testing.T) {
+	clk := clock.NewFake(start)
+	m := manager(t, fake.New(fake.Options{Clock: clk}), clk, "node-a")
+	l := acquire(t, m, "h")
+	l.Abandon()
+	if !l.Lost() || l.Valid() {
+		t.Fatal("an abandoned lease is still valid")
+	}
+	acquire(t, m, "h") // ours (the record names this holder): taken again
+}
+
 // ACT-5: a corrupt lease object is not a free lease: it is taken only
 // after a full TTL unchanged.
 func TestCorruptRecord(t *testing.T) {

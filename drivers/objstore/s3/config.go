@@ -3,6 +3,7 @@ package s3
 import (
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -16,6 +17,9 @@ const (
 	MinPartSize        = 5 << 20 // S3's floor for every part but the last
 	DefaultMaxAttempts = 3       // the SDK standard retryer's default
 	DefaultPageSize    = 1000
+	// DefaultIOTimeout is how long a connection may make no progress (no
+	// byte read or written) before the attempt fails.
+	DefaultIOTimeout = 30 * time.Second
 )
 
 // Config says where the bucket is and how to reach it. Empty fields fall
@@ -39,6 +43,12 @@ type Config struct {
 	PartSize int64 `mapstructure:"part_size"`
 	// MaxAttempts of the SDK standard retryer per call; default 3.
 	MaxAttempts int `mapstructure:"max_attempts"`
+	// IOTimeout: an attempt whose connection reads and writes nothing for
+	// this long fails (a timeout, which the SDK retries): a server that
+	// accepts and never answers, or stalls mid-body, cannot hold a call
+	// that has no deadline of its own. It bounds each wait, not a whole
+	// transfer. Default DefaultIOTimeout.
+	IOTimeout time.Duration `mapstructure:"-"`
 	// PageSize of List requests; default 1000 (tests lower it).
 	PageSize int32 `mapstructure:"-"`
 	// Logger, when set, receives the SDK's retry notices (never headers).
@@ -77,6 +87,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = DefaultPageSize
+	}
+	if c.IOTimeout == 0 {
+		c.IOTimeout = DefaultIOTimeout
+	}
+	if c.IOTimeout < 0 {
+		return c, fmt.Errorf("s3: io timeout %s is negative", c.IOTimeout)
 	}
 	return c, nil
 }

@@ -9,6 +9,11 @@
 // PutObject; larger ones as a multipart upload, part by part, aborted if the
 // body or a part fails, so a failed upload never replaces the old object.
 //
+// No call waits on the network forever (DRV-18): every connection fails a
+// read or write that makes no progress for Config.IOTimeout (30s), which
+// the SDK retries like any timeout, and an object's body that ends short of
+// its Content-Length is an ErrTransient error, never a short object.
+//
 // Credentials never leave the SDK's signer: Config's secret fields are of
 // type drivers.Secret, which prints, marshals and logs as "[redacted]", an endpoint
 // with user info is refused, and the SDK's own logging carries no headers

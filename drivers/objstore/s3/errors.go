@@ -44,6 +44,11 @@ func kindOf(err error) error {
 			return objstore.ErrInvalid
 		case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "RequestTimeTooSkewed":
 			return objstore.ErrTransient
+		case "NoSuchUpload":
+			// The multipart upload is gone: aborted, or completed by an
+			// earlier attempt whose answer was lost (the SDK retried it).
+			// The put's outcome is unknown, not "no such key".
+			return objstore.ErrTransient
 		}
 	}
 	var resp *smithyhttp.ResponseError

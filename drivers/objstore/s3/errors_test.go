@@ -39,6 +39,7 @@ func TestErrorKinds(t *testing.T) {
 		"500-InternalError":              objstore.ErrTransient,
 		"503-SlowDown":                   objstore.ErrTransient,
 		"429-Whatever":                   objstore.ErrTransient,
+		"404-NoSuchUpload":               objstore.ErrTransient,
 		"403-AccessDenied":               objstore.ErrInvalid,
 		"404-NoSuchBucket":               objstore.ErrInvalid,
 		"400-Odd":                        objstore.ErrInvalid,

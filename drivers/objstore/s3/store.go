@@ -69,6 +69,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, objstore.Wrap(storeName, "open", "", objstore.ErrInvalid, fmt.Errorf("loading AWS config: %w", err))
 	}
 	transport := ownTransport(awsCfg.HTTPClient)
+	withIOTimeout(transport, cfg.IOTimeout)
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		o.HTTPClient = &http.Client{Transport: transport, CheckRedirect: noRedirects}
 		if cfg.Endpoint != "" {
@@ -122,7 +123,9 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 	return nil
 }
 
-// Get opens key's object.
+// Get opens key's object. Reading its body fails with ErrTransient when
+// the connection breaks or stalls past IOTimeout, or the body ends short of
+// its Content-Length (DRV-18).
 func (s *Store) Get(ctx context.Context, key string) (*objstore.Object, error) {
 	if err := objstore.ValidKey(key); err != nil {
 		return nil, objstore.Wrap(storeName, "get", key, objstore.ErrInvalid, err)
@@ -131,8 +134,12 @@ func (s *Store) Get(ctx context.Context, key string) (*objstore.Object, error) {
 	if err != nil {
 		return nil, classify(ctx, "get", key, err)
 	}
+	size := int64(-1)
+	if out.ContentLength != nil {
+		size = *out.ContentLength
+	}
 	return &objstore.Object{
-		Body: out.Body,
+		Body: &checkedBody{rc: out.Body, key: key, size: size},
 		Info: objstore.Info{
 			Key: key, ETag: aws.ToString(out.ETag), Size: aws.ToInt64(out.ContentLength),
 			Modified: aws.ToTime(out.LastModified),
