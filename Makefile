@@ -39,8 +39,9 @@ test:
 bench: build
 	@echo "== PERF-2 messaging, spawn/stop and memory per idle actor"
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./actors/supervise/
-	@echo "== PERF-1 restart latency: the process driver alone (in a cgroup, and without), then through the whole tree"
+	@echo "== PERF-1 restart latency: SIGKILL to the replacement's first instruction, as a ratio to a fork+exec loop in the same run (target p50 <= 1.2x, p99 <= 1.5x): the process driver alone, the whole tree, a real daemon"
 	$(GO) test -run '^$$' -bench RestartLatency -benchtime 200x ./drivers/process/ ./actors/internal/treetest/
+	$(GO) test -run '^$$' -bench PERF1RestartLatency -benchtime 200x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-3 scale on the fake driver"
 	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./actors/internal/treetest/
 	@echo "== DRV-16 usage sampling: the daemon's idle CPU and RSS with 100 and 1,000 process replicas, sampling on and off"

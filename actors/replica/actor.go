@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -74,6 +75,9 @@ func (a *Actor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Started:
 		a.ctx, a.cancel = context.WithCancel(context.Background())
+		if _, ok := a.env.Driver.(drivers.RestartWatcher); ok {
+			a.p.Config.Policy.DriverRestarts = true // PERF-1
+		}
 		a.s = State{Intent: a.p.Intent, Entry: a.p.Ledger, HasEntry: a.p.HasLedger}
 		a.begin()
 	case actor.Stopped:
@@ -88,6 +92,8 @@ func (a *Actor) Receive(c *actor.Context) {
 	case messages.ReplicaOpDone, messages.ReplicaExited, messages.ReplicaProbed, messages.ReplicaCommand, messages.ReplicaRetry,
 		messages.ReplicaWithdrawn:
 		a.step(m)
+	case watchLost:
+		a.step(WatchLost{})
 	}
 }
 
@@ -145,7 +151,7 @@ func (a *Actor) own(f step.Effect) {
 	case DoProbe:
 		a.doProbe()
 	case StartWatch:
-		a.watch()
+		a.watch(f.Restart)
 	case FetchOutput:
 		a.fetchOutput()
 	}
@@ -186,6 +192,11 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 		}
 		eng.Send(self, res)
 	}()
+	if op == OpStart {
+		// A start is a restart waiting (PERF-1): let its goroutine run now,
+		// before the status report below readies the service's.
+		runtime.Gosched()
+	}
 }
 
 func (a *Actor) doProbe() {
@@ -198,21 +209,38 @@ func (a *Actor) doProbe() {
 	}()
 }
 
-func (a *Actor) watch() {
+// watch (re)arms the driver's watch of the instance's run; restart
+// authorizes the driver to restart the run at once when it fails
+// (drivers.RestartWatcher, PERF-1).
+func (a *Actor) watch(restart bool) {
 	if a.unwatch != nil {
 		a.unwatch()
 		a.unwatch = nil
 	}
 	self, eng := a.h.PID(), a.h.Engine()
-	stop, err := a.env.Driver.Watch(a.p.Spec.Name, func(e drivers.Exit) {
-		eng.Send(self, messages.ReplicaExited{Exit: e})
-	})
+	fn := func(e drivers.Exit) { eng.Send(self, messages.ReplicaExited{Exit: e}) }
+	var stop func()
+	var err error
+	if rw, ok := a.env.Driver.(drivers.RestartWatcher); ok && restart {
+		p := drivers.RestartPolicy{OnFailureOnly: a.p.Config.Policy.Condition == "on-failure"}
+		stop, err = rw.WatchRestart(a.p.Spec.Name, p, fn)
+	} else {
+		stop, err = a.env.Driver.Watch(a.p.Spec.Name, fn)
+	}
 	if err == nil {
 		a.unwatch = stop
-	} else if !errors.Is(err, drivers.ErrUnsupported) {
+		return
+	}
+	if restart {
+		eng.Send(self, watchLost{})
+	}
+	if !errors.Is(err, drivers.ErrUnsupported) {
 		a.h.Log().Warn().Err(err).Msg("watch failed; relying on inspection")
 	}
 }
+
+// watchLost tells the core a restart watch could not be armed.
+type watchLost struct{}
 
 func (a *Actor) fetchOutput() {
 	drv, name, self, eng, lines := a.env.Driver, a.p.Spec.Name, a.h.PID(), a.h.Engine(), a.env.OutputLines

@@ -71,6 +71,13 @@ type Policy struct {
 	// failclosed.go): withdraw before touching, verify before publishing,
 	// refuse unsafe states. The service sets it for its replicas.
 	FailClosed bool
+	// NoRotation: the service publishes no port, so its replicas are in
+	// no balancer rotation and a touch needs no withdrawal (SVC-30).
+	NoRotation bool
+	// DriverRestarts: the driver can restart a failed run itself, at once,
+	// when authorized ahead (drivers.RestartWatcher, PERF-1). The actor
+	// sets it from its driver.
+	DriverRestarts bool
 }
 
 // Config is fixed for the life of a replica actor.
@@ -127,6 +134,11 @@ type State struct {
 	// retryAt holds back the next driver call after a failed stop or
 	// delete (the sweep timer comes then).
 	retryAt time.Time
+	// restartArmed: the current run's watch authorizes the driver to
+	// restart it at once (PERF-1); reinspect: an inspection in flight
+	// predates such a restart, and its answer is not to be believed.
+	restartArmed bool
+	reinspect    bool
 	// Replace is set when the slot must get a fresh instance (SVC-8, SUP-15).
 	Replace   bool
 	LastError string
@@ -158,6 +170,10 @@ type Event = any
 // Begin starts the replica; Adopt is the observed instance when adopting.
 type Begin struct{ Adopt *drivers.Status }
 
+// WatchLost: the shell could not arm the restart watch it was asked for
+// (the driver refused the watch); no restart at once is authorized.
+type WatchLost struct{}
+
 type (
 	OpDone  = messages.ReplicaOpDone
 	Exited  = messages.ReplicaExited
@@ -177,8 +193,13 @@ type (
 	}
 	// DoProbe runs one health probe.
 	DoProbe struct{ step.Is }
-	// StartWatch (re)starts the driver's watch of the instance's run.
-	StartWatch struct{ step.Is }
+	// StartWatch (re)starts the driver's watch of the instance's run;
+	// Restart authorizes the driver to restart the run at once when it
+	// fails (drivers.RestartWatcher, PERF-1).
+	StartWatch struct {
+		step.Is
+		Restart bool
+	}
 	// FetchOutput keeps the tail of a failed run's output (SVC-21).
 	FetchOutput struct{ step.Is }
 )
@@ -203,6 +224,8 @@ func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
 		s = retry(s, now)
 	case Withdrawn:
 		s = withdrawnDone(s, e)
+	case WatchLost:
+		s.restartArmed = false
 	default:
 		return s, nil
 	}
@@ -243,9 +266,15 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 			s.startPending = true
 			s.Entry = ladder.Started(s.Entry)
 		}
-		s.Op = OpInspect
+		s.Op, s.restartArmed = OpInspect, false
 		return s, []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
 	case OpInspect:
+		if s.reinspect {
+			// Asked before the driver restarted the run: ask again.
+			s.reinspect, s.verifying, s.verify = false, false, false
+			s.Op = OpInspect
+			return s, []step.Effect{DoOp{Op: OpInspect}}
+		}
 		if s.verifying {
 			s.verifying = false
 			return verified(cfg, s, e, now)
@@ -360,6 +389,10 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	switch {
 	case s.Running && st.StartedAt.Equal(s.StartedAt):
 		return s, nil // nothing new
+	case s.Running && !ours && s.restartArmed:
+		// Most likely the restart at once this replica authorized, whose
+		// exit is on its way: the exit does the accounting.
+		return s, nil
 	case s.Running && !ours:
 		// Restarted by something else (SVC-9): out of rotation until it is
 		// verified healthy again. Its end is watched like any run's.
@@ -379,8 +412,11 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	// Every run this incarnation learns of is watched, adopted or not: a
 	// replica actor restarted (SUP-9) finds its instance by inspecting it,
 	// and without a watch of its own it would learn of an exit only from
-	// a sweep, or later still when that inspection fails.
-	fx := []step.Effect{StartWatch{}}
+	// a sweep, or later still when that inspection fails. The watch
+	// authorizes the driver to restart the run at once when the policy
+	// would (PERF-1).
+	s.restartArmed = restartAhead(cfg, s)
+	fx := []step.Effect{StartWatch{Restart: s.restartArmed}}
 	if s.restarting {
 		s.restarting = false
 		fx = append(fx, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelInfo,
@@ -431,14 +467,67 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect)
 		return s, nil // already known, or the end of our own stop
 	}
 	ex := e.Exit
+	if ex.Restarted && ex.At.Before(s.StartedAt) {
+		// The end of a run before the current one: an inspection saw it
+		// stopped first and it was accounted then.
+		return s, nil
+	}
 	s.LastExit = &ex
 	s = down(s)
+	s.restartArmed = false
 	fx := []step.Effect{FetchOutput{}}
 	if s.Op == OpInspect {
 		s.startPending = false
 	}
 	s, more := chargeExit(cfg, s, ex, now)
-	return s, append(fx, more...)
+	fx = append(fx, more...)
+	if ex.Restarted {
+		s, more = restartedByDriver(s)
+		fx = append(fx, more...)
+	}
+	return s, fx
+}
+
+// restartAhead reports whether the driver may restart the current run at
+// once when it fails (PERF-1): exactly when this replica would restart it
+// at once itself, by its restart policy and its ladder, needing no
+// withdrawal first (SVC-30). The decision is the one charge and settle
+// would make at the next failure; a later change that could make it wrong
+// (a stop, a health restart, a replacement) goes through the driver's
+// Stop, which withdraws the authorization.
+func restartAhead(cfg Config, s State) bool {
+	p := cfg.Policy
+	if !p.DriverRestarts || !s.Running || p.Condition == "none" || p.MaxAttempts > 0 {
+		return false
+	}
+	if p.FailClosed && !p.NoRotation {
+		return false // the restart waits for the service's withdrawal
+	}
+	if s.Intent != messages.IntentRun || s.Replace || s.healthRestart || s.Refused != "" || s.Done {
+		return false
+	}
+	failures := 0
+	if s.HasEntry {
+		failures = s.Entry.Failures
+	}
+	return cfg.Ladder.Delay(failures+1) == 0
+}
+
+// restartedByDriver takes a restart the driver made at once, as this
+// replica authorized (PERF-1): counted as settle counts its own restarts
+// and looked at as after a start call of its own.
+func restartedByDriver(s State) (State, []step.Effect) {
+	s.Restarts++
+	s.restarting, s.startPending = true, true
+	s.Entry = ladder.Started(s.Entry)
+	s.Phase = PhaseStarting
+	fx := []step.Effect{StartWatch{}}
+	if s.Op != OpNone {
+		s.reinspect = true // its answer may be from before the restart
+		return s, fx
+	}
+	s.Op = OpInspect
+	return s, append(fx, DoOp{Op: OpInspect})
 }
 
 // leftDown is the fingerprint of replica.restart_limit: the instance is
@@ -570,6 +659,11 @@ func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []st
 	s.Entry, reset = ladder.Observe(cfg.Ladder, s.Entry, now, stable)
 	if reset {
 		s.Entry, s.HasEntry = messages.Ledger{}, false
+		if !s.restartArmed && restartAhead(cfg, s) {
+			// A fresh ladder restarts at once again.
+			s.restartArmed = true
+			return s, []step.Effect{StartWatch{Restart: true}}
+		}
 		return s, nil
 	}
 	if stable {

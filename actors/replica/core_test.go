@@ -407,6 +407,7 @@ func TestReplicaProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := testConfig(rapid.Bool().Draw(t, "hc"))
 		cfg.Policy.Condition = rapid.SampledFrom([]string{"any", "on-failure", "none"}).Draw(t, "cond")
+		cfg.Policy.DriverRestarts = rapid.Bool().Draw(t, "driverRestarts")
 		s := State{Intent: messages.IntentRun}
 		now := t0
 		s, _ = Step(cfg, s, Begin{}, now)
@@ -423,7 +424,11 @@ func TestReplicaProperties(t *testing.T) {
 				st := drivers.Status{State: rapid.SampledFrom([]drivers.State{drivers.StateRunning, drivers.StateStopped, drivers.StateStarting}).Draw(t, "state"), StartedAt: now}
 				e = OpDone{Op: rapid.SampledFrom(ops).Draw(t, "op"), Err: err, Status: st}
 			case 1:
-				e = Exited{Exit: drivers.Exit{ExitCode: rapid.IntRange(0, 2).Draw(t, "code")}}
+				ex := drivers.Exit{ExitCode: rapid.IntRange(0, 2).Draw(t, "code"), At: now}
+				// The driver restarts only a run whose watch authorized it,
+				// a failed one under on-failure, and may fail to.
+				ex.Restarted = s.restartArmed && (cfg.Policy.Condition != "on-failure" || ex.Failed()) && rapid.Bool().Draw(t, "restarted")
+				e = Exited{Exit: ex}
 			case 2:
 				e = result(rapid.SampledFrom([]probe.Outcome{probe.Healthy, probe.Unhealthy, probe.Error}).Draw(t, "outcome"), now)
 			case 3, 4:
@@ -465,6 +470,7 @@ func TestReplicaProperties(t *testing.T) {
 				t.Fatalf("in rotation while not running (phase %s)", s.Phase)
 			}
 			checkEventKinds(t, prev, s, e, fx)
+			checkRestartAtOnce(t, cfg, prev, s, e, fx, now)
 			if s.Done {
 				return
 			}
@@ -502,6 +508,47 @@ func checkEventKinds(t *rapid.T, prev, s State, e Event, fx []step.Effect) {
 	if len(restarted) == 1 && restarted[0].Level == messages.LevelInfo &&
 		restarted[0].Message != fmt.Sprintf("restarted by engenho; running again (restart %d)", s.Restarts) {
 		t.Fatalf("replica.restarted says %q with %d restarts", restarted[0].Message, s.Restarts)
+	}
+}
+
+// checkRestartAtOnce (PERF-1): a restart at once is authorized only
+// while the replica's own policy and ladder would restart the next
+// failure at once, and one the driver made is accounted exactly as the
+// same failure would be without it (ledger, reason, next attempt), plus
+// one restart, with no start call of the replica's own.
+func checkRestartAtOnce(t *rapid.T, cfg Config, prev, s State, e Event, fx []step.Effect, now time.Time) {
+	for _, f := range fx {
+		w, ok := f.(StartWatch)
+		if !ok || !w.Restart {
+			continue
+		}
+		failures := 0
+		if s.HasEntry {
+			failures = s.Entry.Failures
+		}
+		p := cfg.Policy
+		if !p.DriverRestarts || !s.Running || p.Condition == "none" || p.MaxAttempts > 0 ||
+			s.Intent != messages.IntentRun || cfg.Ladder.Delay(failures+1) != 0 {
+			t.Fatalf("restart at once authorized after %T: running %v, failures %d, intent %s, policy %+v", e, s.Running, failures, s.Intent, p)
+		}
+	}
+	ex, ok := e.(Exited)
+	if !ok || !ex.Exit.Restarted || !prev.Running || prev.Op == OpStop {
+		return
+	}
+	plain := ex
+	plain.Exit.Restarted = false
+	without, _ := Step(cfg, prev, plain, now)
+	if s.Entry.Failures != without.Entry.Failures || s.LastError != without.LastError || !s.NextAttempt.Equal(without.NextAttempt) {
+		t.Fatalf("restart at once accounted as %+v / %q, the failure alone as %+v / %q", s.Entry, s.LastError, without.Entry, without.LastError)
+	}
+	if s.Restarts != prev.Restarts+1 || count[DoOp](fx) > 1 {
+		t.Fatalf("restart at once: restarts %d -> %d, effects %+v", prev.Restarts, s.Restarts, fx)
+	}
+	for _, f := range fx {
+		if d, ok := f.(DoOp); ok && d.Op == OpStart {
+			t.Fatalf("a start call for a run the driver restarted: %+v", fx)
+		}
 	}
 }
 

@@ -23,8 +23,8 @@ type Withdrawn = messages.ReplicaWithdrawn
 // health, a replacement) until the service has withdrawn it from the
 // balancer (SVC-30). It reports whether the touch must wait.
 func needsWithdraw(cfg Config, s *State) bool {
-	if !cfg.Policy.FailClosed || s.withdrawn {
-		return false
+	if !cfg.Policy.FailClosed || cfg.Policy.NoRotation || s.withdrawn {
+		return false // nothing to withdraw from, or already withdrawn
 	}
 	s.Withdraw = true
 	return true

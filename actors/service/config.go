@@ -43,6 +43,7 @@ func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 			Sweep:                 env.Sweep,
 			TransientRetry:        5 * time.Second,
 			FailClosed:            true, // SVC-30..SVC-33
+			NoRotation:            len(svc.Ports) == 0,
 		},
 	}
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 
 	"github.com/engenho/engenho/messages"
@@ -32,6 +33,10 @@ func (a *Actor) withdraw(id string) {
 	ok := a.updateRotation()
 	if pid := a.kids.PID(childName(a.s.Replicas[id])); pid != nil {
 		a.h.Engine().Send(pid, messages.ReplicaWithdrawn{OK: ok})
+		// The replica waits for this answer to restart its instance
+		// (PERF-1): let it run now rather than after the rest of this
+		// pass (the runtime runs the goroutine readied last next).
+		runtime.Gosched()
 	}
 }
 

@@ -209,13 +209,14 @@ func (g *Group) RefreshCPU() error {
 }
 
 // Procs lists the processes (thread group ids) in the group. Zombies are
-// not listed.
+// not listed, nor the daemon itself: on v1 its spawner thread waits in a
+// group for a moment ahead of a fork (Spawner.Prejoin).
 func (g *Group) Procs() ([]int, error) {
 	b, err := os.ReadFile(filepath.Join(g.primary().mount, g.rel, "cgroup.procs"))
 	if err != nil {
 		return nil, err
 	}
-	return parsePids(b), nil
+	return slices.DeleteFunc(parsePids(b), func(pid int) bool { return pid == os.Getpid() }), nil
 }
 
 func parsePids(b []byte) []int {

@@ -189,6 +189,98 @@ func TestDRV12V1ChildStartsInsideItsGroup(t *testing.T) {
 	}
 }
 
+// DRV-12 with the Spawner (PERF-1): one kept thread forks every child,
+// each inside its own group from its first instruction, in turn across
+// two groups; the thread leaves each group after the fork (no thread of
+// ours stays in a workload's group, where it would count against its
+// pids and hold its removal), and Close ends it. A Start after Close
+// still places the child (a thread of its own).
+func TestDRV12V1SpawnerStartsEachChildInsideItsGroup(t *testing.T) {
+	h := testHost(t, V1)
+	gs := []*Group{mustCreate(t, h, "sp-a", Limits{}), mustCreate(t, h, "sp-b", Limits{})}
+	s := NewSpawner()
+	closed := false
+	defer func() {
+		if !closed {
+			s.Close()
+		}
+	}()
+	for i := range 6 {
+		if i == 5 {
+			s.Close()
+			closed = true
+		}
+		g := gs[i%2]
+		c := startWith(t, s, g, "/bin/cat", "/proc/self/cgroup")
+		ws, out := c.wait(t)
+		if ws.ExitStatus() != 0 {
+			t.Fatalf("cat: %v %s", ws, out)
+		}
+		for _, hy := range h.hs {
+			if !memberOf([]byte(out), hy.procsKey, V1, "/"+g.Rel()) {
+				t.Errorf("fork %d: the child's /proc/self/cgroup does not place it in %s of %s:\n%s", i, g.Rel(), hy.mount, out)
+			}
+		}
+		if !waitUntil(10*time.Second, func() bool { return len(oursIn(t, gs)) == 0 }) {
+			t.Errorf("fork %d: threads of the test process stay in the groups: %v", i, oursIn(t, gs))
+		}
+	}
+}
+
+// startWith is startIn through a Spawner.
+func startWith(t *testing.T, s *Spawner, g *Group, argv ...string) child {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	attr := &syscall.ProcAttr{Env: []string{"PATH=/usr/bin:/bin"}, Files: []uintptr{0, w.Fd(), w.Fd()}, Sys: sys}
+	var pid int
+	if err := s.Start(g, sys, func() error {
+		var err error
+		pid, err = syscall.ForkExec(argv[0], argv, attr)
+		return err
+	}); err != nil {
+		r.Close()
+		t.Fatalf("Start %v: %v", argv, err)
+	}
+	t.Cleanup(func() {
+		unix.Kill(-pid, unix.SIGKILL)
+		unix.Wait4(pid, nil, unix.WNOHANG, nil)
+		r.Close()
+	})
+	return child{pid: pid, out: r}
+}
+
+// oursIn lists the threads of this process found in the groups' tasks.
+func oursIn(t *testing.T, gs []*Group) []int {
+	ours := ownThreads(t)
+	var in []int
+	for _, g := range gs {
+		for _, dir := range g.dirs() {
+			for _, tid := range parsePids([]byte(readFile(t, filepath.Join(dir, "tasks")))) {
+				if slices.Contains(ours, tid) {
+					in = append(in, tid)
+				}
+			}
+		}
+	}
+	return in
+}
+
+// waitUntil polls cond every 5ms until it holds or limit passes (a bound
+// on a broken test, not a timing).
+func waitUntil(limit time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
 func ownThreads(t *testing.T) []int {
 	entries, err := os.ReadDir("/proc/self/task")
 	if err != nil {

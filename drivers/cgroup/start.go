@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"syscall"
 
@@ -51,15 +50,9 @@ func (g *Group) forkInside(fork func() error, done chan<- error) {
 		return
 	}
 	// From here the thread is never unlocked: it ends with the goroutine.
-	// "0" names the writing thread: the kernel then moves just this
-	// thread without taking the cgroup-wide threadgroup lock, whose
-	// writer waits for an RCU grace period (milliseconds on a busy
-	// machine) each time, where writing our tid would take it.
-	for _, dir := range g.dirs() {
-		if err := writeFile(filepath.Join(dir, "tasks"), "0"); err != nil {
-			done <- fmt.Errorf("cgroup %s: joining the group to start in it: %w", g.rel, err)
-			return
-		}
+	if _, err := g.join(); err != nil {
+		done <- err
+		return
 	}
 	done <- fork()
 }

@@ -2,90 +2,122 @@ package process_test
 
 import (
 	"context"
-	"slices"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/engenho/engenho/drivers"
+	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/process"
 )
 
-// BenchmarkRestartLatency measures PERF-1's path for the process driver:
-// SIGKILL a running instance; its Watch callback calls Start. Two spans
-// from the kill, p50 and p99 of each:
-//   - exec: until the replacement's execve has succeeded, i.e. its first
-//     instruction is next. Start stamps StartedAt right after ForkExec
-//     returns, and ForkExec returns only once the child's execve worked.
-//   - start: until Start has returned (the run also recorded on disk).
-//   - notify: until the Watch callback began (the kernel's exit, the
-//     reaper and the hand-off; the rest of exec is spawning).
+// BenchmarkRestartLatency measures PERF-1's path for the process driver
+// alone, in one run with the floor (drivertest.Perf1): SIGKILL of a run
+// of the static marker program → its replacement's first instruction,
+// the arms killed in turn:
+//   - floor, floor-go: fork+exec loops in C and in Go (the floor);
+//   - floor-os: the Go loop through os.StartProcess and Process.Wait (what
+//     os/exec uses), against floor-go's syscall.ForkExec and wait4;
+//   - watch-start: the run's Watch callback calls Start, as a supervisor
+//     that decides after the exit does;
+//   - at-once: the run's watch authorized a restart at once
+//     (WatchRestart), so the driver restarts it from the exit handling;
 //
-// It runs with the instance in its cgroup (DRV-12: on cgroup v1 the fork
-// happens on a thread that joined the cgroup first) and without, so the
-// cgroup's share of the restart path shows side by side.
+// each in a cgroup of its own (DRV-12: on cgroup v1 the fork happens on a
+// thread that joined the cgroup first) and, with the suffix -nocg, on a
+// driver without cgroups, so the cgroup's share shows side by side.
 func BenchmarkRestartLatency(b *testing.B) {
-	b.Run("cgroup", func(b *testing.B) { restartLatency(b, newDriver(b, b.TempDir())) })
-	b.Run("no-cgroup", func(b *testing.B) {
-		d, err := process.New(process.Options{Dir: b.TempDir(), NoCgroups: true, Logger: zerolog.Nop()})
-		if err != nil {
-			b.Fatal(err)
+	p := drivertest.NewPerf1(b)
+	root := drivertest.CgroupRoot("perf1")
+	b.Cleanup(func() { drivertest.CleanCgroups(root) })
+	withCg, err := process.New(process.Options{Dir: filepath.Join(p.Dir, "cg"), CgroupRoot: root, Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer withCg.Close()
+	noCg, err := process.New(process.Options{Dir: filepath.Join(p.Dir, "nocg"), NoCgroups: true, Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer noCg.Close()
+
+	var arms []*drivertest.Arm
+	floor := "floor-go"
+	if a := p.FloorC("floor"); a != nil {
+		arms, floor = append(arms, a), "floor"
+	}
+	arms = append(arms, p.FloorGo("floor-go"), p.FloorOS("floor-os"))
+	for _, c := range []struct {
+		suffix string
+		d      *process.Driver
+	}{{"", withCg}, {"-nocg", noCg}} {
+		for _, atOnce := range []bool{false, true} {
+			name := "watch-start" + c.suffix
+			if atOnce {
+				name = "at-once" + c.suffix
+			}
+			arms = append(arms, p.Arm(name))
+			defer keepRestarting(b, c.d, name, p.Argv(name), atOnce)()
 		}
-		restartLatency(b, d)
-	})
+	}
+	for _, a := range arms {
+		a.WaitFirst(b, time.Minute)
+	}
+	run := p.Start(drivertest.Perf1Settle(), arms...)
+	for b.Loop() {
+		run.Round()
+	}
+	run.Print(os.Stdout, floor, fmt.Sprintf("the process driver alone; marker %s; load %s", p.MarkerKind, drivertest.Load()))
+	run.Report(b, floor)
 }
 
-func restartLatency(b *testing.B, d *process.Driver) {
-	defer d.Close()
+// keepRestarting runs argv as instance name on d and has every run
+// restarted when it ends: by Start from its Watch callback, or (atOnce)
+// by the driver itself, the callback arming the next run's WatchRestart.
+// The returned func stops it.
+func keepRestarting(b *testing.B, d *process.Driver, name string, argv []string, atOnce bool) func() {
 	ctx := context.Background()
-	if err := d.Create(ctx, drivers.Spec{Name: "bench", Command: []string{"sleep", "3600"}}); err != nil {
+	if err := d.Create(ctx, drivers.Spec{Name: name, Command: argv}); err != nil {
 		b.Fatal(err)
 	}
-	if err := d.Start(ctx, "bench"); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { d.Kill(ctx, "bench"); d.Delete(ctx, "bench") }()
-	lat := make([]time.Duration, 0, b.N)
-	execLat := make([]time.Duration, 0, b.N)
-	restarted := make(chan [2]time.Time, 1)
-	notifyLat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		st, err := d.Inspect(ctx, "bench")
-		if err != nil || st.State != drivers.StateRunning {
-			b.Fatalf("Inspect: %+v %v", st, err)
-		}
-		stop, err := d.Watch("bench", func(drivers.Exit) {
-			called := time.Now()
-			if err := d.Start(ctx, "bench"); err != nil {
-				b.Error(err)
+	stopped := make(chan struct{})
+	var watch func()
+	watch = func() {
+		fn := func(e drivers.Exit) {
+			select {
+			case <-stopped:
+				return
+			default:
 			}
-			restarted <- [2]time.Time{called, time.Now()}
-		})
+			if !atOnce || !e.Restarted {
+				if err := d.Start(ctx, name); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+			watch()
+		}
+		var err error
+		if atOnce {
+			_, err = d.WatchRestart(name, drivers.RestartPolicy{}, fn)
+		} else {
+			_, err = d.Watch(name, fn)
+		}
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
 		}
-		t0 := time.Now()
-		unix.Kill(st.Pid, unix.SIGKILL)
-		ts := <-restarted
-		notifyLat = append(notifyLat, ts[0].Sub(t0))
-		lat = append(lat, ts[1].Sub(t0))
-		stop()
-		next, err := d.Inspect(ctx, "bench")
-		if err != nil || next.State != drivers.StateRunning {
-			b.Fatalf("Inspect after restart: %+v %v", next, err)
-		}
-		execLat = append(execLat, next.StartedAt.Sub(t0))
 	}
-	b.StopTimer()
-	report := func(ds []time.Duration, unit string) {
-		slices.Sort(ds)
-		b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), unit+"-p50-µs")
-		b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds()), unit+"-p99-µs")
+	if err := d.Start(ctx, name); err != nil {
+		b.Fatal(err)
 	}
-	report(execLat, "exec")
-	report(lat, "start")
-	report(notifyLat, "notify")
+	watch()
+	return func() {
+		close(stopped)
+		d.Kill(ctx, name)
+		d.Delete(ctx, name)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -121,9 +122,14 @@ type instance struct {
 	runDone  chan struct{} // closed when the current run ends
 	lastExit drivers.Exit
 	watches  map[uint64]*drivers.OnceWatch
-	deleted  bool
-	prog     string // resolved command, re-resolved when it stops being executable
-	version  uint64 // of rec, bumped at every change
+	// restart is the restart the current run's end may have at once, as
+	// a watch authorized it (restart.go); pendingRestart is the run whose
+	// end is having it, until the restart is made or given up.
+	restart        *restartAuth
+	pendingRestart uint64
+	deleted        bool
+	prog           string // resolved command, re-resolved when it stops being executable
+	version        uint64 // of rec, bumped at every change
 	// secretsLost: the state file's sealed env values did not open (the
 	// node key changed); the instance must not start without them.
 	secretsLost error
@@ -136,8 +142,11 @@ type instance struct {
 	cgRetiring chan struct{}
 
 	saveMu sync.Mutex
-	saved  uint64 // version on disk
-	gone   bool   // the directory was removed
+	saved  atomic.Uint64 // version on disk; written under saveMu
+	gone   bool          // the directory was removed
+	// armedAt is the version of rec that first held its NextToken: once
+	// saved has reached it, the next launch is announced on disk.
+	armedAt uint64
 }
 
 // New opens (or creates) Dir and adopts the instances whose processes are
@@ -269,7 +278,7 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		return in, nil
 	}
 	if !rec.Running {
-		return in, nil
+		return in, d.loadArmed(in)
 	}
 	ok, err := d.attach(in, rec.Pid, rec.ProcStart)
 	if err != nil {
@@ -282,6 +291,17 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 	// Gone, or the pid now belongs to another process: the run ended while
 	// no driver watched it, with an exit code nobody saw.
 	d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("instance process is gone; not adopted")
+	oldPid, oldToken := rec.Pid, rec.RunToken
+	if adopted, err := d.adoptArmed(in); err != nil || adopted {
+		if adopted {
+			// The last daemon saw that run end and restarted it: what the
+			// ended run left was killed then. Only its own group is
+			// looked at; the cgroup now holds the adopted run.
+			d.killLeftovers(name, oldPid, oldToken)
+			d.log.Info().Str("instance", name).Int("pid", rec.Pid).Msg("adopted a restart the last daemon did not live to record")
+		}
+		return in, err
+	}
 	d.killLeftovers(name, rec.Pid, rec.RunToken)
 	if in.cg != nil {
 		// Everything the run left, also outside its process group.
@@ -296,6 +316,16 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 		d.log.Error().Err(err).Str("instance", name).Msg("cannot record the lost run")
 	}
 	return in, nil
+}
+
+// loadArmed adopts the restart a stopped record announces, if it ran
+// (adoptArmed).
+func (d *Driver) loadArmed(in *instance) error {
+	adopted, err := d.adoptArmed(in)
+	if adopted {
+		d.log.Info().Str("instance", in.name).Int("pid", in.rec.Pid).Msg("adopted a run whose start the last daemon did not live to record")
+	}
+	return err
 }
 
 func (d *Driver) newInstance(dir string, rec *record) *instance {

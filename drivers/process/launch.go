@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"os"
 	"strconv"
 
@@ -17,6 +18,34 @@ func newRunToken() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Every run is announced on disk before it is spawned (DRV-4), so a
+// daemon that dies between the spawn and the record leaves a run the next
+// Driver finds by its token. On the restart path the announcement costs
+// nothing: each run's record (and the instance's creation) already names
+// the token of the run after it (NextToken), so a restart whose host ports
+// are those on disk is spawned at once (launchToken). Otherwise, a first
+// start with a port picked anew or a NextToken not yet on disk, the launch
+// is saved first (recordLaunch).
+
+// launchToken is the token for in's next run, and whether its launch is
+// already announced on disk: the record on disk names it as NextToken and
+// holds the host ports the run gets. in.mu must be held.
+func (in *instance) launchToken(hostPorts map[int]int) (string, bool) {
+	next := in.rec.NextToken
+	if next == "" || next == in.rec.RunToken {
+		return newRunToken(), false
+	}
+	onDisk := in.saved.Load() >= in.armedAt
+	return next, onDisk && maps.Equal(hostPorts, in.rec.HostPorts)
+}
+
+// arm picks the token of the run after the current one; the next save
+// announces it. in.mu must be held.
+func (in *instance) arm() {
+	in.rec.NextToken = newRunToken()
+	in.armedAt = in.version + 1 // the next snapshot's version
 }
 
 // recordLaunch saves, before a run is spawned, that it is about to be:
@@ -33,11 +62,40 @@ func (d *Driver) recordLaunch(in *instance, token string, hostPorts map[int]int)
 func (d *Driver) adoptLaunch(in *instance) (bool, error) {
 	rec := in.rec
 	rec.Launching = false
-	adopted, err := d.adoptRun(in, d.findRunOf(in))
+	adopted, err := d.adoptRun(in, d.findRunOf(in, rec.RunToken))
 	if serr := rec.save(in.dir); serr != nil {
 		d.log.Error().Err(serr).Str("instance", in.name).Msg("cannot record the launch's outcome")
 	}
 	return adopted, err
+}
+
+// adoptArmed looks for a run carrying in's NextToken: a restart spawned
+// with no write before it (launchToken) by a daemon that died before it
+// recorded the run. Found, it is adopted as the current run and saved
+// with a new NextToken.
+func (d *Driver) adoptArmed(in *instance) (bool, error) {
+	rec := in.rec
+	next := rec.NextToken
+	if next == "" || next == rec.RunToken {
+		return false, nil
+	}
+	run := d.findRunOf(in, next)
+	if run.pid == 0 {
+		return false, nil
+	}
+	rec.LaunchedAt = d.clk.Now()
+	adopted, err := d.adoptRun(in, run)
+	if err != nil || !adopted {
+		return false, err
+	}
+	rec.RunToken, rec.Launching, rec.Reason = next, false, ""
+	rec.NextToken = newRunToken()
+	if err := rec.save(in.dir); err != nil {
+		// The new NextToken is not on disk: the next launch is saved first.
+		in.armedAt = in.version + 1
+		d.log.Error().Err(err).Str("instance", in.name).Msg("cannot record the adopted run")
+	}
+	return true, nil
 }
 
 func (d *Driver) adoptRun(in *instance, run tokenRun) (bool, error) {
@@ -87,19 +145,19 @@ func (d *Driver) findRun(token string) tokenRun {
 	return d.runs[token]
 }
 
-// findRunOf finds in's run by its token: among its cgroup's processes
-// when it has one (DRV-15), else in all of /proc.
-func (d *Driver) findRunOf(in *instance) tokenRun {
-	if in.cg == nil || in.rec.RunToken == "" {
-		return d.findRun(in.rec.RunToken)
+// findRunOf finds in's run that carries token: among its cgroup's
+// processes when it has one (DRV-15), else in all of /proc.
+func (d *Driver) findRunOf(in *instance, token string) tokenRun {
+	if in.cg == nil || token == "" {
+		return d.findRun(token)
 	}
 	pids, err := in.cg.Procs()
 	if err != nil {
-		return d.findRun(in.rec.RunToken)
+		return d.findRun(token)
 	}
 	var run tokenRun
 	for _, pid := range pids {
-		if token, ok := tokenOf(pid); ok && token == in.rec.RunToken {
+		if got, ok := tokenOf(pid); ok && got == token {
 			run = addMember(run, pid)
 		}
 	}

@@ -77,7 +77,7 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		}
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
 	}
-	rec := &record{Spec: cloneSpec(spec), ExitCode: -1}
+	rec := &record{Spec: cloneSpec(spec), ExitCode: -1, NextToken: newRunToken()}
 	if err := d.sealSecrets(rec); err != nil {
 		os.Remove(dir)
 		return d.errorf(opCreate, spec.Name, drivers.ErrInvalid, "%v", err)
@@ -157,7 +157,7 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 	}
 
 	run := in.run + 1
-	token := newRunToken()
+	token, announced := in.launchToken(hostPorts)
 	attr := &syscall.ProcAttr{
 		Dir:   spec.WorkingDir,
 		Env:   withSecretsDir(append(workloadEnv(spec, id, hostPorts), EnvRunToken+"="+token), secretsDir),
@@ -176,19 +176,29 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrInvalid, err)
 		}
 	}
-	if err := d.recordLaunch(in, token, hostPorts); err != nil {
-		return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
+	// The launch is on disk before the spawn (DRV-4): announced by the
+	// last record already (launch.go), else saved now.
+	if !announced {
+		if err := d.recordLaunch(in, token, hostPorts); err != nil {
+			return nil, drivers.Wrap(DriverName, opStart, name, drivers.ErrTransient, fmt.Errorf("record the launch: %w", err))
+		}
 	}
 	sp, err := d.r.spawn(prog, argv, attr, in.cg, true, d.onExit(in, run))
 	if err != nil {
-		in.rec.Launching = false
-		in.persist(in.snapshot())
+		if !announced {
+			in.rec.Launching = false
+			in.persist(in.snapshot())
+		}
 		return nil, drivers.Wrap(DriverName, opStart, name, spawnKind(err), err)
 	}
 	in.run, in.proc, in.runDone = run, sp.proc, make(chan struct{})
 	in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.Launching = true, sp.proc.pid, sp.procStart, false
 	in.rec.StartedAt = d.nextStartedAt(in)
 	in.rec.ExitCode, in.rec.Signal, in.rec.Reason = 0, "", ""
+	if announced {
+		in.rec.RunToken, in.rec.LaunchedAt, in.rec.HostPorts = token, in.rec.StartedAt, hostPorts
+	}
+	in.arm()
 	// Recorded before Start returns: a daemon that dies now must find the
 	// run on restart, or it would start a second one. So a run that cannot
 	// be recorded is ended.
@@ -227,25 +237,37 @@ func spawnKind(err error) error {
 func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 	return func(st exitStatus) {
 		if !d.track() {
-			return // closed: the next Driver on Dir will see the run ended
+			// Closed: the next Driver on Dir will see the run ended.
+			if st.prejoined {
+				in.mu.Lock()
+				cg := in.cg
+				in.mu.Unlock()
+				d.r.unjoin(cg)
+			}
+			return
 		}
 		in.mu.Lock()
 		if in.run != run || in.proc == nil {
+			if st.prejoined {
+				d.r.unjoin(in.cg)
+			}
 			in.mu.Unlock()
 			d.bg.Done()
 			return
 		}
-		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, Reason: d.oomReason(in, st), At: d.clk.Now()}
+		exit := drivers.Exit{Name: in.name, ExitCode: st.code, Signal: st.signal, At: d.clk.Now()}
 		in.proc, in.lastExit, in.leftovers = nil, exit, in.leftovers || st.leftovers
 		in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.StartedAt = false, 0, 0, time.Time{}
-		in.rec.ExitCode, in.rec.Signal, in.rec.Reason = st.code, st.signal, exit.Reason
+		in.rec.ExitCode, in.rec.Signal = st.code, st.signal
 		close(in.runDone)
 		ws := in.takeWatches()
+		if d.restartAtOnce(in, run, st, exit, ws) { // restart.go
+			return
+		}
+		exit.Reason = d.oomReason(in, st)
+		in.lastExit.Reason, in.rec.Reason = exit.Reason, exit.Reason
 		snap, v := in.snapshot()
 		in.mu.Unlock()
-		if len(ws) > 0 {
-			go fireAll(ws, exit)
-		}
 		// The exit is written off the restart path. Should the daemon die
 		// first, the stale "running" record fails the pid+start-time check
 		// on restart and the run is seen as ended (exit code unknown).
@@ -255,6 +277,11 @@ func (d *Driver) onExit(in *instance, run uint64) func(exitStatus) {
 				d.log.Error().Err(err).Str("instance", in.name).Msg("cannot record the exit")
 			}
 		}()
+		if len(ws) > 0 {
+			// Started last, so it runs first: the runtime runs the
+			// goroutine started last next on this P.
+			go fireAll(ws, exit)
+		}
 		d.log.Debug().Str("instance", in.name).Int("exit_code", st.code).Str("signal", st.signal).Msg("instance exited")
 	}
 }
@@ -299,6 +326,7 @@ func (d *Driver) Stop(ctx context.Context, name string, grace time.Duration) err
 	if err != nil {
 		return err
 	}
+	in.disarmRestart()
 	p, done, cg := in.proc, in.runDone, in.cg
 	if p != nil {
 		d.signalRun(p, cg, unix.SIGTERM)
@@ -337,6 +365,7 @@ func (d *Driver) Kill(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	in.disarmRestart()
 	p, done, cg := in.proc, in.runDone, in.cg
 	if p != nil {
 		d.signalRun(p, cg, unix.SIGKILL)
@@ -398,6 +427,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 		in.mu.Unlock()
 		return d.errorf(opDelete, name, drivers.ErrInvalid, "instance is running; stop it first")
 	}
+	in.disarmRestart()
 	if ch := in.cgRetiring; in.cg != nil || ch != nil && !isClosed(ch) {
 		in.mu.Unlock()
 		if err := d.retire(ctx, opDelete, in); err != nil {
@@ -490,6 +520,12 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 // not running it calls fn soon, in its own goroutine, with the last exit.
 // No call begins after stop returns.
 func (d *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
+	return d.watch(name, fn, nil)
+}
+
+// watch is Watch, authorizing a restart of the current run when p is set
+// (WatchRestart, restart.go).
+func (d *Driver) watch(name string, fn func(drivers.Exit), p *drivers.RestartPolicy) (func(), error) {
 	in, err := d.lockLive(opWatch, name)
 	if err != nil {
 		return nil, err
@@ -505,10 +541,20 @@ func (d *Driver) Watch(name string, fn func(drivers.Exit)) (func(), error) {
 	id := d.nextWatch
 	d.mu.Unlock()
 	in.watches[id] = w
+	if p != nil {
+		in.restart = &restartAuth{watch: id, policy: *p}
+		in.proc.restartArmed.Store(true)
+	}
 	return func() {
 		w.Cancel()
 		in.mu.Lock()
 		delete(in.watches, id)
+		if in.restart != nil && in.restart.watch == id {
+			in.restart = nil
+			if in.proc != nil {
+				in.proc.restartArmed.Store(false)
+			}
+		}
 		in.mu.Unlock()
 	}, nil
 }

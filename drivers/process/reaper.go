@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +34,10 @@ type exitStatus struct {
 	// leftovers: the run's cgroup still held processes; they were sent
 	// SIGKILL.
 	leftovers bool
+	// prejoined: the spawner thread was sent into the run's cgroup for a
+	// restart at once (restart.go); whoever does not restart sends it
+	// back.
+	prejoined bool
 }
 
 var unknownExit = exitStatus{code: -1}
@@ -60,6 +65,10 @@ type proc struct {
 	// cg is the run's cgroup, emptied when its main process ends
 	// (DRV-15); nil for probes and runs without one.
 	cg *cgroup.Group
+	// restartArmed: a watch authorized a restart at once of this run
+	// (restart.go), so the spawner thread joins cg as soon as the exit is
+	// seen, while the exit is handled and the start prepared.
+	restartArmed atomic.Bool
 }
 
 type reaper struct {
@@ -74,6 +83,9 @@ type reaper struct {
 	sigch   chan os.Signal // SIGCHLD, in subreaper mode
 	sigEnd  chan struct{}
 	subreap bool
+	// forker forks into v1 cgroups from one thread kept for it, while
+	// the reaper runs (cgroup.Spawner).
+	forker *cgroup.Spawner
 }
 
 // theReaper is the process-wide reaper; its maps outlive a stop so children
@@ -110,6 +122,7 @@ func (r *reaper) acquire() error {
 		}
 	}
 	r.epfd, r.wakefd, r.refs = epfd, wakefd, 1
+	r.forker = cgroup.NewSpawner()
 	r.loopEnd = make(chan struct{})
 	go r.loop(epfd, wakefd, r.loopEnd)
 	if r.subreap {
@@ -143,11 +156,13 @@ func (r *reaper) release() {
 			unix.Close(fd)
 		}
 	}
+	forker := r.forker
 	r.mu.Unlock()
 	<-loopEnd
 	if sigEnd != nil {
 		<-sigEnd
 	}
+	forker.Close()
 	r.mu.Lock()
 	unix.Close(r.epfd)
 	unix.Close(r.wakefd)
@@ -182,6 +197,11 @@ func (r *reaper) loop(epfd, wakefd int, end chan struct{}) {
 			}
 			r.finishFd(fd)
 		}
+		// Let what the exits made runnable (a restart, the watches' hand
+		// off) run now: epoll_wait is a blocking syscall that keeps this
+		// goroutine's P until the runtime's monitor takes it back, up to
+		// milliseconds later, and the goroutines readied here wait on it.
+		runtime.Gosched()
 	}
 }
 
@@ -197,6 +217,7 @@ func (r *reaper) finishFd(fd int) {
 		r.mu.Unlock()
 		return
 	}
+	prejoined := p.restartArmed.Load() && r.prejoinLocked(p.cg)
 	status := unknownExit
 	if p.child {
 		status = r.reapLocked(p)
@@ -206,11 +227,14 @@ func (r *reaper) finishFd(fd int) {
 		signalPgrp(p.pidfd, p.pid, unix.SIGKILL)
 		status.leftovers = emptyGroup(p)
 	}
+	status.prejoined = prejoined
 	r.forgetLocked(p)
 	onExit := p.onExit
 	r.mu.Unlock()
 	if onExit != nil {
 		onExit(status)
+	} else if prejoined {
+		r.unjoin(p.cg)
 	}
 }
 
@@ -285,6 +309,9 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, in *
 
 	r.spawnMu.Lock()
 	defer r.spawnMu.Unlock()
+	r.mu.Lock()
+	forker := r.forker
+	r.mu.Unlock()
 	var pid int
 	fork := func() (err error) {
 		pid, err = syscall.ForkExec(argv0, argv, &a)
@@ -292,7 +319,7 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, in *
 	}
 	var err error
 	if in != nil {
-		err = in.Start(&sys, fork)
+		err = forker.Start(in, &sys, fork)
 	} else {
 		err = fork()
 	}

@@ -38,6 +38,13 @@ type record struct {
 	RunToken   string    `json:"run_token,omitempty"`
 	Launching  bool      `json:"launching,omitempty"`
 	LaunchedAt time.Time `json:"launched_at,omitzero"`
+	// NextToken is the token the next run will carry, saved ahead of its
+	// launch (with the instance's creation, then with each run): a
+	// restart whose host ports have not changed is spawned at once, with
+	// no write before it, and a daemon that dies before recording it
+	// leaves a live process carrying NextToken, which the next Driver
+	// finds and adopts as it does a Launching one.
+	NextToken string `json:"next_token,omitempty"`
 	// SealedEnv holds the values of Spec.SecretEnv sealed with the
 	// driver's Sealer (SEC-2); on disk, Spec.Env leaves them out. In
 	// memory Spec.Env has them in plaintext for the next start.
@@ -169,13 +176,13 @@ func (e *damagedRecord) Error() string { return "state file " + e.path + " is da
 func (in *instance) persist(snap record, v uint64) error {
 	in.saveMu.Lock()
 	defer in.saveMu.Unlock()
-	if in.gone || v <= in.saved {
+	if in.gone || v <= in.saved.Load() {
 		return nil
 	}
 	if err := snap.save(in.dir); err != nil {
 		return err
 	}
-	in.saved = v
+	in.saved.Store(v)
 	return nil
 }
 
