@@ -180,7 +180,7 @@ func TestParseEveryKeySVC1(t *testing.T) {
 		{"x-engenho knobs", "x-engenho:\n  backoff: {immediate: 1, delays: [10s, 20s], cap: 1m, jitter: 0.1}\n  stable: 1m\n  step_timeout: 30s\n  unhealthy_threshold: 4\n  restarts_before_replace: 2\n  drain: 0s\n  unhealthy_event_after: 1m\n  host: api.example.com", true,
 			func(s *Service) {
 				s.Engenho = Engenho{
-					Backoff:               Backoff{Immediate: 1, Delays: []time.Duration{10 * time.Second, 20 * time.Second}, Cap: time.Minute, Jitter: 0.1},
+					Backoff:               Backoff{Immediate: 1, Delays: []time.Duration{10 * time.Second, 20 * time.Second}, Cap: time.Minute, Jitter: 0.1, Declared: true},
 					Stable:                time.Minute,
 					StepTimeout:           30 * time.Second,
 					UnhealthyThreshold:    4,
@@ -192,7 +192,7 @@ func TestParseEveryKeySVC1(t *testing.T) {
 				}
 			}},
 		{"x-engenho backoff: empty delays go straight to the cap", "x-engenho:\n  backoff: {immediate: 0, delays: []}", true,
-			func(s *Service) { s.Engenho.Backoff.Immediate = 0; s.Engenho.Backoff.Delays = []time.Duration{} }},
+			func(s *Service) { s.Engenho.Backoff.Immediate = 0; s.Engenho.Backoff.Delays = []time.Duration{}; s.Engenho.Backoff.Declared = true }},
 		{"x-* keys in a service are ignored", "x-note: anything\nx-anchor: &a {b: c}", true, nil},
 		{"merge keys from an x- anchor", "<<: {stop_grace_period: 7s, env: {A: merged}}\nenv: {A: own}", true,
 			func(s *Service) { s.StopGracePeriod = 7 * time.Second; s.Env = Env{"A": Plain("own")} }},
