@@ -37,7 +37,7 @@ var compactDelay = 250 * time.Millisecond
 
 // compactor is the write-driven compaction timer's state.
 type compactor struct {
-	clk   clock.Clock
+	clk    clock.Clock
 	dirty  atomic.Bool
 	kick   chan struct{} // one pending wake-up of maintain
 	passes atomic.Uint64 // passes run, for tests
