@@ -186,6 +186,7 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 		return nil, drivers.Wrap(DriverName, opStart, name, spawnKind(err), err)
 	}
 	in.run, in.proc, in.runDone = run, sp.proc, make(chan struct{})
+	d.logWritten(in) // the new run writes: check its file until it is quiet
 	in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.Launching = true, sp.proc.pid, sp.procStart, false
 	in.rec.StartedAt = d.nextStartedAt(in)
 	in.rec.ExitCode, in.rec.Signal, in.rec.Reason = 0, "", ""
@@ -427,6 +428,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	in.deleted = true
 	d.opts.HostPorts.Release(picked(in.rec.Spec.Ports, in.rec.HostPorts)...)
 	in.mu.Unlock()
+	d.logForget(in)
 	d.mu.Lock()
 	if d.instances[name] == in {
 		delete(d.instances, name)
