@@ -352,6 +352,9 @@ func (d *Driver) Close() error {
 		if in.proc != nil {
 			d.r.detach(in.proc)
 		}
+		if in.cg != nil {
+			in.cg.Close() // its counters' descriptors; the next driver opens them again
+		}
 		for _, w := range in.watches {
 			w.Cancel()
 		}
