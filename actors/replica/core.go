@@ -178,48 +178,56 @@ type (
 )
 
 // Step folds one event into the state and returns the effects to perform.
+// It works on its own copies of cfg and s: the helpers below take them by
+// pointer, so a step's frames stay small (State is some 700 bytes, and a
+// chain of helpers taking and returning it by value grew each actor
+// goroutine's stack to 32 KiB, copied at every step: PERF-3).
 func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
+	fx := apply(&cfg, &s, e, now)
+	return s, fx
+}
+
+func apply(cfg *Config, s *State, e Event, now time.Time) []step.Effect {
 	var fx []step.Effect
 	switch e := e.(type) {
 	case Begin:
-		s, fx = begin(cfg, s, e, now)
+		fx = begin(cfg, s, e, now)
 	case OpDone:
-		s, fx = opDone(cfg, s, e, now)
+		fx = opDone(cfg, s, e, now)
 	case Exited:
-		s, fx = exited(cfg, s, e, now)
+		fx = exited(cfg, s, e, now)
 	case Probed:
-		s, fx = probed(cfg, s, e, now)
+		fx = probed(cfg, s, e, now)
 	case Tick:
-		s, fx = tick(cfg, s, e, now)
+		fx = tick(cfg, s, e, now)
 	case Command:
-		s, fx = command(s, e, now)
+		command(s, e, now)
 	case messages.ReplicaRetry:
-		s = retry(s, now)
+		retry(s, now)
 	case Withdrawn:
-		s = withdrawnDone(s, e)
+		withdrawnDone(s, e)
 	default:
-		return s, nil
+		return nil
 	}
-	s, more := settle(cfg, s, now)
-	return s, append(fx, more...)
+	return append(fx, settle(cfg, s, now)...)
 }
 
-func begin(cfg Config, s State, e Begin, now time.Time) (State, []step.Effect) {
+func begin(cfg *Config, s *State, e Begin, now time.Time) []step.Effect {
 	if s.Intent == "" {
 		s.Intent = messages.IntentRun
 	}
 	if e.Adopt == nil {
 		s.Phase = PhaseCreating
-		return s, nil
+		return nil
 	}
 	s.Created = true
 	s.Phase = PhaseAdopting
 	return observe(cfg, s, *e.Adopt, now, true)
 }
 
-func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func opDone(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	if e.Op != s.Op {
-		return s, nil
+		return nil
 	}
 	s.Op = OpNone
 	switch e.Op {
@@ -228,7 +236,7 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 			return opFailed(cfg, s, e, now)
 		}
 		s.Created, s.CreatedAt = true, now
-		return s, nil
+		return nil
 	case OpStart:
 		if e.Err != nil {
 			s.LastError = e.Err.Error()
@@ -238,7 +246,7 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 			s.Entry = ladder.Started(s.Entry)
 		}
 		s.Op = OpInspect
-		return s, []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
+		return []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
 	case OpInspect:
 		if s.verifying {
 			s.verifying = false
@@ -252,61 +260,61 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
 			return opFailed(cfg, s, e, now)
 		}
-		s = down(s)
+		down(s)
 		s.healthRestart = false
 		if errors.Is(e.Err, drivers.ErrNotFound) {
 			return missing(s)
 		}
-		return s, nil
+		return nil
 	case OpDelete:
 		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
 			return opFailed(cfg, s, e, now)
 		}
 		s.Created = false
-		return s, nil
+		return nil
 	}
-	return s, nil
+	return nil
 }
 
 // opFailed handles a failed create, stop or delete. A transient error
 // changes nothing but a later retry (SVC-8); another charges the ladder.
-func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func opFailed(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	s.LastError = fmt.Sprintf("%s: %v", e.Op, e.Err)
 	if e.Op != OpCreate && retiring(s) {
 		s.RetireError = s.LastError // SVC-33: the service records it
 	}
 	if errors.Is(e.Err, drivers.ErrTransient) || e.Op != OpCreate {
 		s.retryAt = now.Add(cfg.Policy.TransientRetry)
-		return s, retryLater(cfg, now)
+		return retryLater(cfg, now)
 	}
 	return charge(cfg, s, now, s.LastError)
 }
 
-func retryLater(cfg Config, now time.Time) []step.Effect {
+func retryLater(cfg *Config, now time.Time) []step.Effect {
 	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.TransientRetry)}}
 }
 
-func inspectFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func inspectFailed(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	if errors.Is(e.Err, drivers.ErrNotFound) {
 		return missing(s)
 	}
 	// A transient error (or a timeout) changes nothing (SVC-8).
 	s.LastError = fmt.Sprintf("inspect: %v", e.Err)
-	return s, retryLater(cfg, now)
+	return retryLater(cfg, now)
 }
 
 // missing: the instance is confirmed gone. It is withdrawn from traffic and
 // the service fills the slot with a fresh instance, never under this one's
 // identity (SVC-8).
-func missing(s State) (State, []step.Effect) {
-	s = down(s)
+func missing(s *State) []step.Effect {
+	down(s)
 	s.Created = false
 	s.Replace = true
-	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
+	return []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
 }
 
 // observe applies what the driver reports about the instance.
-func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting bool) (State, []step.Effect) {
+func observe(cfg *Config, s *State, st drivers.Status, now time.Time, adopting bool) []step.Effect {
 	s.Addresses = st.Addresses
 	afterFailed, ours := s.afterFailedStart, s.startPending
 	s.afterFailedStart, s.startPending = false, false
@@ -331,45 +339,42 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 			if afterFailed {
 				reason = s.LastError
 			}
-			s = down(s)
+			down(s)
 			s.restarting = false
 			fx := []step.Effect{FetchOutput{}}
-			s, more := charge(cfg, s, now, reason)
-			return s, append(fx, more...)
+			return append(fx, charge(cfg, s, now, reason)...)
 		}
-		return s, nil
+		return nil
 	default:
 		// starting, restarting, paused, unknown: observed, not acted on.
 		if adopting {
 			s.Phase = PhaseAdopting
 		}
-		return s, []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(time.Second)}}
+		return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(time.Second)}}
 	}
 }
 
-func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) (State, []step.Effect) {
+func observeRunning(cfg *Config, s *State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) []step.Effect {
 	if !(s.Running && st.StartedAt.Equal(s.StartedAt)) {
 		s.Pid, s.Generation = st.Pid, generation(st) // a new run (SVC-31)
 	}
 	switch {
 	case s.Running && st.StartedAt.Equal(s.StartedAt):
-		return s, nil // nothing new
+		return nil // nothing new
 	case s.Running && !ours:
 		// Restarted by something else (SVC-9): out of rotation until it is
 		// verified healthy again.
 		fx := []step.Effect{step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
-		s = run(cfg, s, st.StartedAt, now)
+		run(cfg, s, st.StartedAt, now)
 		if !cfg.Probe.Enabled() {
-			var more []step.Effect
-			s, more = observeStable(cfg, s, now, true)
-			fx = append(fx, more...)
+			fx = append(fx, observeStable(cfg, s, now, true)...)
 		}
-		return s, append(fx, probeNow(s, now)...)
+		return append(fx, probeNow(s, now)...)
 	}
 	// Our own start, an adoption, or a failed start that something else
 	// fixed (charge nothing, SVC-8).
 	_ = afterFailed
-	s = run(cfg, s, st.StartedAt, now)
+	run(cfg, s, st.StartedAt, now)
 	var fx []step.Effect
 	if adopting {
 		fx = append(fx, StartWatch{})
@@ -381,27 +386,24 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	}
 	if !cfg.Probe.Enabled() {
 		// In rotation while it runs: its stable window starts now (SUP-11).
-		var more []step.Effect
-		s, more = observeStable(cfg, s, now, true)
-		fx = append(fx, more...)
+		fx = append(fx, observeStable(cfg, s, now, true)...)
 	}
-	return s, append(fx, probeNow(s, now)...)
+	return append(fx, probeNow(s, now)...)
 }
 
 // run records a running instance whose run began at startedAt.
-func run(cfg Config, s State, startedAt, now time.Time) State {
+func run(cfg *Config, s *State, startedAt, now time.Time) {
 	s.Running, s.StartedAt = true, startedAt
 	s.Health = probe.NewTracker(cfg.Probe, startedAt)
 	s.InRotation, s.ServingSince = false, time.Time{}
 	s.Phase = PhaseProbing
 	if !cfg.Probe.Enabled() {
 		s.Phase = PhaseServing
-		s = published(s, now)
+		published(s, now)
 	}
-	return s
 }
 
-func probeNow(s State, now time.Time) []step.Effect {
+func probeNow(s *State, now time.Time) []step.Effect {
 	if !s.Health.Config.Enabled() || s.probing {
 		return nil
 	}
@@ -409,27 +411,25 @@ func probeNow(s State, now time.Time) []step.Effect {
 }
 
 // down marks the instance not running and out of rotation.
-func down(s State) State {
+func down(s *State) {
 	s.Running, s.InRotation, s.ServingSince = false, false, time.Time{}
 	if s.Phase != PhaseFailed {
 		s.Phase = PhaseDown
 	}
-	return s
 }
 
-func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect) {
+func exited(cfg *Config, s *State, e Exited, now time.Time) []step.Effect {
 	if !s.Running || s.Op == OpStop {
-		return s, nil // already known, or the end of our own stop
+		return nil // already known, or the end of our own stop
 	}
 	ex := e.Exit
 	s.LastExit = &ex
-	s = down(s)
+	down(s)
 	fx := []step.Effect{FetchOutput{}}
 	if s.Op == OpInspect {
 		s.startPending = false
 	}
-	s, more := chargeExit(cfg, s, ex, now)
-	return s, append(fx, more...)
+	return append(fx, chargeExit(cfg, s, ex, now)...)
 }
 
 // leftDown is the fingerprint of replica.restart_limit: the instance is
@@ -437,12 +437,12 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect)
 // after a restart says so only once (SVC-26).
 const leftDown = "left down by its restart policy"
 
-func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []step.Effect) {
+func chargeExit(cfg *Config, s *State, ex drivers.Exit, now time.Time) []step.Effect {
 	reason := ex.Describe() // the driver's reason first: "oom-killed (limit 64 MiB)" (DRV-14)
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
 		s.LastError = "exited cleanly; restart policy on-failure leaves it down"
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelInfo, Message: s.LastError}}
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelInfo, Message: s.LastError}}
 	}
 	return charge(cfg, s, now, reason)
 }
@@ -450,24 +450,24 @@ func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []s
 // charge counts one failure against the restart policy and the ladder and
 // sets when the next attempt may run (SUP-10, SUP-12, SUP-16). The reason
 // is the replica's last error from here on: status shows it (SVC-19).
-func charge(cfg Config, s State, now time.Time, reason string) (State, []step.Effect) {
+func charge(cfg *Config, s *State, now time.Time, reason string) []step.Effect {
 	s.LastError = reason
 	if cfg.Policy.Condition == "none" {
 		s.Phase = PhaseFailed
 		s.LastError = "restart policy none leaves it down: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelWarn, Message: s.LastError}}
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelWarn, Message: s.LastError}}
 	}
-	if limit(cfg.Policy, &s, now) {
+	if limit(cfg.Policy, s, now) {
 		s.Phase = PhaseFailed
 		s.LastError = "restart limit reached: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelError, Message: s.LastError}}
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelError, Message: s.LastError}}
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)
 	s.HasEntry = true
 	s.NextAttempt = d.At
 	msg := fmt.Sprintf("%s; failure %d, next attempt %s", reason, d.Failures, d.At.UTC().Format(time.RFC3339))
-	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaFailed, Level: messages.LevelWarn, Message: msg}}
+	return []step.Effect{step.Emit{Kind: messages.KindReplicaFailed, Level: messages.LevelWarn, Message: msg}}
 }
 
 // limit applies max_attempts within window (SUP-16).
@@ -489,10 +489,10 @@ func limit(p Policy, s *State, now time.Time) bool {
 	return false
 }
 
-func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect) {
+func probed(cfg *Config, s *State, e Probed, now time.Time) []step.Effect {
 	s.probing = false
 	if !s.Running || s.Op == OpStop || e.Result.At.Before(s.StartedAt) {
-		return s, nil
+		return nil
 	}
 	s.Health, _ = probe.Observe(s.Health, e.Result, now)
 	var fx []step.Effect
@@ -503,23 +503,22 @@ func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect)
 			// Ready, but published only once an inspection shows the same
 			// run (SVC-31); settle starts it.
 			s.verify = true
-			return s, nil
+			return nil
 		}
 		if !s.InRotation {
-			s = published(s, now)
+			published(s, now)
 		}
 		s.Phase = PhaseServing
-		s, fx = observeStable(cfg, s, now, true)
+		fx = observeStable(cfg, s, now, true)
 	case probe.StatusUnhealthy:
 		s.InRotation, s.ServingSince = false, time.Time{}
 		s.Phase = PhaseUnhealthy
-		s, fx = observeStable(cfg, s, now, false)
+		fx = observeStable(cfg, s, now, false)
 		if s.Health.UnhealthyObservations >= threshold(cfg.Policy) {
-			s, more := healthRestart(cfg, s, now)
-			return s, append(fx, more...)
+			return append(fx, healthRestart(cfg, s, now)...)
 		}
 	}
-	return s, append(fx, probeNow(s, now)...)
+	return append(fx, probeNow(s, now)...)
 }
 
 func threshold(p Policy) int {
@@ -531,13 +530,13 @@ func threshold(p Policy) int {
 
 // healthRestart restarts an unhealthy instance, or asks for a fresh one
 // after too many restarts that did not make it healthy (SUP-15).
-func healthRestart(cfg Config, s State, now time.Time) (State, []step.Effect) {
+func healthRestart(cfg *Config, s *State, now time.Time) []step.Effect {
 	if cfg.Policy.Condition == "none" {
-		return s, nil // never restarted: it stays up, out of rotation
+		return nil // never restarted: it stays up, out of rotation
 	}
 	if s.HealthRestarts >= cfg.Policy.RestartsBeforeReplace {
 		s.Replace = true
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn,
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn,
 			Message: fmt.Sprintf("restarted %d times for being unhealthy without becoming healthy; replacing it", s.HealthRestarts)}}
 	}
 	s.HealthRestarts++
@@ -546,43 +545,43 @@ func healthRestart(cfg Config, s State, now time.Time) (State, []step.Effect) {
 }
 
 // observeStable feeds the ladder's stability window (SUP-11).
-func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []step.Effect) {
+func observeStable(cfg *Config, s *State, now time.Time, stable bool) []step.Effect {
 	if !s.HasEntry {
-		return s, nil
+		return nil
 	}
 	var reset bool
 	s.Entry, reset = ladder.Observe(cfg.Ladder, s.Entry, now, stable)
 	if reset {
 		s.Entry, s.HasEntry = messages.Ledger{}, false
-		return s, nil
+		return nil
 	}
 	if stable {
-		return s, []step.Effect{step.Arm{Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
+		return []step.Effect{step.Arm{Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
 	}
-	return s, nil
+	return nil
 }
 
-func tick(cfg Config, s State, e Tick, now time.Time) (State, []step.Effect) {
+func tick(cfg *Config, s *State, e Tick, now time.Time) []step.Effect {
 	switch e.Name {
 	case TimerProbe:
 		if s.Running && s.Op == OpNone && s.Health.Config.Enabled() && !s.probing {
 			s.probing = true
-			return s, []step.Effect{DoProbe{}}
+			return []step.Effect{DoProbe{}}
 		}
 	case TimerSweep:
 		if s.Op == OpNone && s.Created && (s.Intent != messages.IntentRetire || s.Refused != "") {
 			s.Op = OpInspect
-			return s, []step.Effect{DoOp{Op: OpInspect}}
+			return []step.Effect{DoOp{Op: OpInspect}}
 		}
 	case TimerStable:
 		if s.Running && s.InRotation {
 			return observeStable(cfg, s, now, true)
 		}
 	}
-	return s, nil
+	return nil
 }
 
-func command(s State, e Command, now time.Time) (State, []step.Effect) {
+func command(s *State, e Command, now time.Time) {
 	prev := s.Intent
 	s.Intent = e.Intent
 	if e.Intent != messages.IntentRun {
@@ -595,82 +594,80 @@ func command(s State, e Command, now time.Time) (State, []step.Effect) {
 			s.Phase = PhaseDown
 		}
 	}
-	return s, nil
 }
 
 // retry clears the backoff and a spent restart policy (SUP-17).
-func retry(s State, now time.Time) State {
+func retry(s *State, now time.Time) {
 	s.Entry, s.HasEntry = messages.Ledger{}, false
 	s.Attempts, s.NextAttempt = nil, now
 	if s.Phase == PhaseFailed {
 		s.Phase = PhaseDown
 	}
-	return s
 }
 
 // settle starts the next driver call the state calls for, if none is in
 // flight, and arms the restart timer while one is pending.
-func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
+func settle(cfg *Config, s *State, now time.Time) []step.Effect {
 	if s.Op != OpNone || s.Done || now.Before(s.retryAt) || s.Refused != "" {
-		return s, nil // SVC-32: a refused instance is not touched
+		return nil // SVC-32: a refused instance is not touched
 	}
 	switch {
-	case s.Replace && s.Created && needsWithdraw(cfg, &s):
+	case s.Replace && s.Created && needsWithdraw(cfg, s):
 		s.Phase = PhaseRetiring
-		return s, nil // SVC-30: withdrawn before it is replaced
+		return nil // SVC-30: withdrawn before it is replaced
 	case s.Intent == messages.IntentRetire || s.Replace:
 		return retire(cfg, s)
 	case s.Intent == messages.IntentStop:
 		if s.Running {
 			s.Phase, s.Op = PhaseStopping, OpStop
-			return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+			return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 		}
 		s.Phase = PhaseStopped
-		return s, nil
+		return nil
 	}
 	if s.Running && s.healthRestart {
-		if needsWithdraw(cfg, &s) {
+		if needsWithdraw(cfg, s) {
 			// SVC-30: withdrawn before it is restarted. The withdrawal is
 			// the stop's first step, so it shows as stopping, as without it.
 			s.Phase = PhaseStopping
-			return s, nil
+			return nil
 		}
 		// Kept until the stop succeeds: a stop that failed is tried again.
 		s.Phase, s.Op = PhaseStopping, OpStop
-		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 	}
 	if s.Running && s.verify {
 		s.Op, s.verifying = OpInspect, true
-		return s, []step.Effect{DoOp{Op: OpInspect}}
+		return []step.Effect{DoOp{Op: OpInspect}}
 	}
 	if s.Running {
-		return s, append(sweep(cfg, now), keepProbing(s, now)...)
+		return append(sweep(cfg, now), keepProbing(s, now)...)
 	}
 	if s.Phase == PhaseFailed || s.Phase == PhaseAdopting {
-		return s, nil
+		return nil
 	}
 	if now.Before(s.NextAttempt) {
 		s.Phase = PhaseDown
-		return s, []step.Effect{step.Arm{Timer: TimerRestart, At: s.NextAttempt}}
+		return []step.Effect{step.Arm{Timer: TimerRestart, At: s.NextAttempt}}
 	}
 	if !s.Created {
 		s.Phase, s.Op = PhaseCreating, OpCreate
-		return s, []step.Effect{DoOp{Op: OpCreate}}
+		return []step.Effect{DoOp{Op: OpCreate}}
 	}
-	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) && needsWithdraw(cfg, &s) {
-		return s, nil // SVC-30: a dead instance is withdrawn before it is restarted
+	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) && needsWithdraw(cfg, s) {
+		return nil // SVC-30: a dead instance is withdrawn before it is restarted
 	}
 	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) {
 		s.Restarts++
 		s.restarting = true
 	}
 	s.Phase, s.Op = PhaseStarting, OpStart
-	return s, []step.Effect{DoOp{Op: OpStart}}
+	return []step.Effect{DoOp{Op: OpStart}}
 }
 
 // keepProbing keeps a probe armed while the instance runs: a probe due
 // while a driver call was in flight is not lost.
-func keepProbing(s State, now time.Time) []step.Effect {
+func keepProbing(s *State, now time.Time) []step.Effect {
 	if !s.Health.Config.Enabled() || s.probing {
 		return nil
 	}
@@ -679,7 +676,7 @@ func keepProbing(s State, now time.Time) []step.Effect {
 
 // sweep keeps a periodic inspection of a running instance armed, which
 // catches a start time that changed behind engenho's back (SVC-9).
-func sweep(cfg Config, now time.Time) []step.Effect {
+func sweep(cfg *Config, now time.Time) []step.Effect {
 	if cfg.Policy.Sweep <= 0 {
 		return nil
 	}
@@ -687,16 +684,16 @@ func sweep(cfg Config, now time.Time) []step.Effect {
 }
 
 // retire stops and deletes the instance, then ends the actor (SVC-16).
-func retire(cfg Config, s State) (State, []step.Effect) {
+func retire(cfg *Config, s *State) []step.Effect {
 	s.InRotation = false
 	switch {
 	case s.Running:
 		s.Phase, s.Op = PhaseRetiring, OpStop
-		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 	case s.Created:
 		s.Phase, s.Op = PhaseRetiring, OpDelete
-		return s, []step.Effect{DoOp{Op: OpDelete}}
+		return []step.Effect{DoOp{Op: OpDelete}}
 	}
 	s.Phase, s.Done = PhaseGone, true
-	return s, []step.Effect{step.End{}}
+	return []step.Effect{step.End{}}
 }

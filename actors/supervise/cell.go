@@ -34,6 +34,11 @@ type cell struct {
 	// trap: the actor handles messages.Shutdown itself (TrapShutdown).
 	trap bool
 	exit messages.ChildExited
+	// shown is what SetState published last, while it is the node in the
+	// tree: the same state set again is not published again, so the
+	// node's Since stays when the state began.
+	shown                   bool
+	shownState, shownDetail string
 }
 
 func (cl *cell) Receive(c *actor.Context) {
@@ -58,6 +63,7 @@ func (cl *cell) deliver(c *actor.Context) {
 	defer cl.recoverPanic(c)
 	switch m := c.Message().(type) {
 	case actor.Started:
+		cl.shown = false
 		cl.sys.Tree.publish(cl.node("running", ""))
 	case messages.Shutdown:
 		if cl.trap && !cl.exiting {
@@ -149,6 +155,7 @@ func (cl *cell) begin(c *actor.Context, why messages.ChildExited) {
 	}
 	cl.exiting = true
 	cl.exit = why
+	cl.shown = false
 	cl.sys.Tree.publish(cl.node("stopping", string(why.Reason)))
 	if cl.kids != nil {
 		cl.kids.stopAll(c, func() { c.Engine().Stop(c.PID()) })
@@ -231,9 +238,15 @@ func (h *Handle) log() *zerolog.Logger {
 	return h.lg
 }
 
-// SetState publishes the actor's state for `engenho tree`.
+// SetState publishes the actor's state for `engenho tree`; the state it
+// published last, set again, changes nothing.
 func (h *Handle) SetState(state, detail string) {
-	h.cell.sys.Tree.publish(h.cell.node(state, detail))
+	cl := h.cell
+	if cl.shown && cl.shownState == state && cl.shownDetail == detail {
+		return
+	}
+	cl.sys.Tree.publish(cl.node(state, detail))
+	cl.shown, cl.shownState, cl.shownDetail = true, state, detail
 }
 
 // Supervise makes the actor a supervisor with opts and returns its
