@@ -91,7 +91,7 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.output = m.Output
 		a.report()
 	case messages.ReplicaOpDone, messages.ReplicaExited, messages.ReplicaProbed, messages.ReplicaCommand, messages.ReplicaRetry,
-		messages.ReplicaWithdrawn:
+		messages.ReplicaWithdrawn, messages.ReplicaSweep:
 		a.step(m)
 	}
 }

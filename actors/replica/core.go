@@ -65,6 +65,12 @@ type Policy struct {
 	StopGrace             time.Duration
 	// Sweep is how often a running instance is inspected (SVC-9).
 	Sweep time.Duration
+	// ListSwept: the service sweeps for the replica (it lists its
+	// instances every Sweep and sends Sweep to a replica whose instance
+	// changed or is missing), so the replica arms no periodic sweep of its
+	// own; Sweep still bounds how soon a refused instance is inspected
+	// again.
+	ListSwept bool
 	// TransientRetry is the wait after a transient driver error.
 	TransientRetry time.Duration
 	// FailClosed turns on fail-closed recovery (SVC-30..SVC-33,
@@ -158,6 +164,8 @@ type (
 	Probed  = messages.ReplicaProbed
 	Tick    = messages.Timer
 	Command = messages.ReplicaCommand
+	// Sweep: the service's sweep asks for an inspection now.
+	Sweep = messages.ReplicaSweep
 )
 
 // The replica's own effects; the shared ones (step.Arm, step.Emit,
@@ -200,6 +208,8 @@ func apply(cfg *Config, s *State, e Event, now time.Time) []step.Effect {
 		fx = probed(cfg, s, e, now)
 	case Tick:
 		fx = tick(cfg, s, e, now)
+	case Sweep:
+		fx = inspectNow(s)
 	case Command:
 		command(s, e, now)
 	case messages.ReplicaRetry:
@@ -569,14 +579,21 @@ func tick(cfg *Config, s *State, e Tick, now time.Time) []step.Effect {
 			return []step.Effect{DoProbe{}}
 		}
 	case TimerSweep:
-		if s.Op == OpNone && s.Created && (s.Intent != messages.IntentRetire || s.Refused != "") {
-			s.Op = OpInspect
-			return []step.Effect{DoOp{Op: OpInspect}}
-		}
+		return inspectNow(s)
 	case TimerStable:
 		if s.Running && s.InRotation {
 			return observeStable(cfg, s, now, true)
 		}
+	}
+	return nil
+}
+
+// inspectNow inspects the instance unless a driver call is in flight
+// (its own inspection follows) or it is being retired.
+func inspectNow(s *State) []step.Effect {
+	if s.Op == OpNone && s.Created && (s.Intent != messages.IntentRetire || s.Refused != "") {
+		s.Op = OpInspect
+		return []step.Effect{DoOp{Op: OpInspect}}
 	}
 	return nil
 }
@@ -677,7 +694,7 @@ func keepProbing(s *State, now time.Time) []step.Effect {
 // sweep keeps a periodic inspection of a running instance armed, which
 // catches a start time that changed behind engenho's back (SVC-9).
 func sweep(cfg *Config, now time.Time) []step.Effect {
-	if cfg.Policy.Sweep <= 0 {
+	if cfg.Policy.Sweep <= 0 || cfg.Policy.ListSwept {
 		return nil
 	}
 	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.Sweep), Keep: true}}

@@ -105,6 +105,7 @@ type Actor struct {
 	views map[string]messages.ReplicaStatus // last report of each replica
 
 	planQueued bool
+	sweeping   bool // a sweep's listing is under way (sweep.go)
 	ports      []portBinding
 	held       map[string][]int           // replica ID -> host ports it holds (SVC-24)
 	portsShort bool                       // the last Take failed; said once until one succeeds
@@ -160,7 +161,11 @@ func (a *Actor) Receive(c *actor.Context) {
 	case actor.Stopped:
 		a.stopped()
 	case messages.ServiceListed:
-		a.adopt(m)
+		if m.Sweep {
+			a.swept(m)
+		} else {
+			a.adopt(m)
+		}
 	case messages.Timer:
 		a.timer(m)
 	case messages.ReplicaStatus:
@@ -251,6 +256,10 @@ func (a *Actor) timer(m messages.Timer) {
 		a.list()
 		return
 	}
+	if m.Name == sweepTimer {
+		a.sweep()
+		return
+	}
 	if m.Name == portsTimer {
 		a.planSoon()
 		return
@@ -259,7 +268,10 @@ func (a *Actor) timer(m messages.Timer) {
 }
 
 // list asks the driver for the instances of this service (SUP-9).
-func (a *Actor) list() {
+func (a *Actor) list() { a.listing(false) }
+
+// listing lists the instances for the adoption, or for a sweep.
+func (a *Actor) listing(sweep bool) {
 	drv, self, eng := a.drv, a.h.PID(), a.h.Engine()
 	sel := drivers.Labels{drivers.LabelStack: a.stack, drivers.LabelService: a.name}
 	clk, bound := a.h.Clock(), stepTimeout(a.current.Definition, a.env)
@@ -268,9 +280,10 @@ func (a *Actor) list() {
 		defer cancel()
 		res, answered := supervise.Bounded(ctx, clk, func(ctx context.Context) messages.ServiceListed {
 			found, err := drv.List(ctx, sel)
-			return messages.ServiceListed{Instances: found, Err: err}
+			return messages.ServiceListed{Instances: found, Err: err, Sweep: sweep}
 		})
 		if !answered {
+			res.Sweep = sweep
 			res.Err = drivers.Errorf(drv.Name(), "list", "", drivers.ErrTransient,
 				"no answer within the step bound (%s); the call was abandoned", bound)
 		}
@@ -296,6 +309,7 @@ func (a *Actor) adopt(m messages.ServiceListed) {
 		a.adoptOne(st)
 	}
 	a.feed(Adopted{})
+	a.armSweep()
 }
 
 func (a *Actor) adoptOne(st drivers.Status) {
