@@ -47,6 +47,7 @@ type Driver struct {
 	mu        sync.Mutex
 	rng       *rand.Rand
 	instances map[string]*instance
+	byService drivers.ServiceIndex // names by stack and service, for List
 	faults    map[string]*fault
 	calls     map[string]int
 	starts    map[string]int // survives Delete: "how often was NAME started"
@@ -77,6 +78,7 @@ func New(opts Options) *Driver {
 		clk:       opts.Clock,
 		rng:       rng,
 		instances: make(map[string]*instance),
+		byService: drivers.ServiceIndex{},
 		faults:    make(map[string]*fault),
 		calls:     make(map[string]int),
 		starts:    make(map[string]int),
@@ -278,6 +280,7 @@ func (d *Driver) Vanish(name string) bool {
 		in.timer.Stop()
 	}
 	delete(d.instances, name)
+	d.byService.Remove(name, in.spec.Labels)
 	return true
 }
 

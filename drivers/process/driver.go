@@ -90,6 +90,7 @@ type Driver struct {
 
 	mu        sync.Mutex
 	instances map[string]*instance
+	byService drivers.ServiceIndex // names by stack and service, for List
 	closed    bool
 	nextWatch uint64
 
@@ -190,6 +191,7 @@ func New(opts Options) (*Driver, error) {
 		null:      null,
 		done:      make(chan struct{}),
 		instances: make(map[string]*instance),
+		byService: drivers.ServiceIndex{},
 		logHot:    make(map[*instance]int64),
 		logWds:    make(map[*instance]int32),
 	}
@@ -248,6 +250,7 @@ func (d *Driver) load() error {
 			continue
 		}
 		d.instances[name] = in
+		d.byService.Add(name, in.rec.Spec.Labels)
 	}
 	d.runs = nil
 	return nil

@@ -93,6 +93,7 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
 	}
 	d.instances[spec.Name] = in
+	d.byService.Add(spec.Name, in.rec.Spec.Labels)
 	return nil
 }
 
@@ -432,6 +433,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	d.mu.Lock()
 	if d.instances[name] == in {
 		delete(d.instances, name)
+		d.byService.Remove(name, in.rec.Spec.Labels)
 	}
 	d.mu.Unlock()
 	return nil
@@ -471,9 +473,16 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 		d.mu.Unlock()
 		return nil, d.errorf(opList, "", drivers.ErrInvalid, "driver closed")
 	}
-	all := make([]*instance, 0, len(d.instances))
-	for _, in := range d.instances {
-		all = append(all, in)
+	var all []*instance
+	if names, ok := d.byService.Candidates(selector); ok {
+		for name := range names {
+			all = append(all, d.instances[name])
+		}
+	} else {
+		all = make([]*instance, 0, len(d.instances))
+		for _, in := range d.instances {
+			all = append(all, in)
+		}
 	}
 	d.mu.Unlock()
 	var out []drivers.Status
