@@ -28,9 +28,10 @@ import (
 //
 // Level 0 grows only by memtable flushes, one per MemTableSize (16 MiB) of
 // writes, and badger stalls writes at NumLevelZeroTablesStall (15) tables,
-// 10 flushes past the point where a pass compacts. Measured at 250,000
-// synced events a second (BenchmarkPERF6Compaction), level 0 peaked at 7-8
-// tables, against 5-6 with badger's compactors, at the same throughput.
+// 10 flushes past the point where a pass compacts. Measured at 200,000-
+// 280,000 synced events a second (BenchmarkPERF6Compaction), level 0
+// peaked at 6-8 tables, against 5-6 with badger's compactors, at the same
+// throughput.
 // Nothing is lost either way: a compaction moves records that are already
 // in the write-ahead log. (A variable for the benchmark.)
 var compactDelay = 250 * time.Millisecond

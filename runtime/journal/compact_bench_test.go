@@ -16,17 +16,19 @@ import (
 // compactors, in the same run and interleaved so that the machine's load
 // hits both alike: synced event appends in batches of 1,000 until enough
 // memtables have been flushed that compaction has to keep up
-// (ENGENHO_COMPACT_EVENTS, default 600,000 events, about 10 memtable
-// flushes), then synced intent writes on the compacted journal. It prints
-// each round and the median ratio (write-driven / badger's), and reports
-// level 0's largest size seen (badger stalls writes at 15 tables).
+// (ENGENHO_COMPACT_EVENTS, default 1,500,000 events, some 25 memtable
+// flushes), then synced intent writes on the compacted journal, in
+// ENGENHO_COMPACT_ROUNDS (default 5) rounds. It prints each round, the
+// process's CPU per event (compaction included) and the spread of the
+// ratios (write-driven / badger's), and level 0's largest size seen
+// (badger stalls writes at 15 tables).
 // Run: go test -run '^$' -bench PERF6Compaction -benchtime 1x ./runtime/journal/
 func BenchmarkPERF6Compaction(b *testing.B) {
-	events := 600_000
+	events := 1_500_000
 	if v, err := strconv.Atoi(os.Getenv("ENGENHO_COMPACT_EVENTS")); err == nil && v > 0 {
 		events = v
 	}
-	rounds := 3
+	rounds := 5
 	if v, err := strconv.Atoi(os.Getenv("ENGENHO_COMPACT_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
