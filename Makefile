@@ -44,6 +44,9 @@ bench: build
 	$(GO) test -run '^$$' -bench PERF1RestartLatency -benchtime 200x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-3 scale on the fake driver"
 	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 30m ./actors/internal/treetest/
+	@echo "== PERF-3 idle: a real daemon with no stacks, then with 100 idle process replicas (60s each); 10,000 replicas on the fake driver"
+	$(GO) test -run '^$$' -bench PERF3IdleDaemon -benchtime 1x -timeout 30m ./runtime/daemon/
+	$(GO) test -run '^$$' -bench PERF3IdleCPU -benchtime 1x -timeout 30m ./actors/internal/treetest/
 	@echo "== DRV-16 usage sampling: the daemon's idle CPU and RSS with 100 and 1,000 process replicas, sampling on and off"
 	$(GO) test -run '^$$' -bench DRV16UsageSampling -benchtime 1x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-4 daemon restart with 1,000 process replicas"
@@ -51,7 +54,7 @@ bench: build
 	@echo "== PERF-5 wake latency: restore alone, then a whole wake through the edge (fs, and MinIO when ENGENHO_S3_* is set)"
 	$(GO) test -run '^$$' -bench Restore -benchtime 3x ./drivers/objstore/checkpoint/
 	$(GO) test -run '^$$' -bench WakeLatency -benchtime 5x ./actors/activator/
-	@echo "== PERF-6 journal: synced intent writes and batched event appends, then the p50/p99 table"
+	@echo "== PERF-6 journal: synced intent writes and batched event appends, the journal's compaction against badger's own compactors, then the p50/p99 table"
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./runtime/journal/
 	ENGENHO_PERF=1 $(GO) test -count=1 -run TestPrintPerfTable -v ./runtime/journal/
 	@echo "== PERF-7 control socket status of 1,000 services"

@@ -161,10 +161,12 @@ type ServiceSummary struct {
 type ServicePlan struct{}
 
 // ServiceListed is a service's own message: the driver listed the
-// instances that carry the service's labels (adoption, SUP-9).
+// instances that carry the service's labels (adoption, SUP-9; Sweep: the
+// periodic sweep, SVC-8, SVC-9).
 type ServiceListed struct {
 	Instances []drivers.Status
 	Err       error
+	Sweep     bool
 }
 
 // ServiceDrained is a service's own message: replica ID has no more
@@ -173,3 +175,7 @@ type ServiceDrained struct{ ID string }
 
 // ReplicaRetry clears a replica's backoff and spent restart policy.
 type ReplicaRetry struct{}
+
+// ReplicaSweep asks a replica to inspect its instance now: the service's
+// sweep listed it changed or missing (SVC-8, SVC-9).
+type ReplicaSweep struct{}

@@ -75,6 +75,9 @@ type State struct {
 	Seen map[string]bool
 	// Draining: shutdown began (ACT-13). Ended: the actor was told to end.
 	Draining, Ended bool
+	// SweepArmed: the sweep timer is armed; it is only while there is
+	// something to sweep (PERF-3: an activator with no host sleeps).
+	SweepArmed bool
 }
 
 // Event is what Step takes: Started, SpawnFailed, messages.HostDefinition,
@@ -263,6 +266,7 @@ func (m *machine) spawn(key string, d messages.HostDefinition) {
 	m.do(Spawn{Key: key, Owed: owed})
 	m.s.Children = append(m.s.Children, key)
 	m.s.Hosts[key] = Entry{Stack: d.Stack, Service: d.Service, Host: hostName, State: messages.HostAsleep}
+	m.armSweep()
 	// A hibernating worker with no due time runs at its first sight in
 	// this run (ACT-12).
 	if hostName != "" && d.Definition.Standalone() && !m.s.Seen[key] {
@@ -342,16 +346,23 @@ func (m *machine) childExited(key string) {
 	}
 }
 
+// armSweep arms the next sweep, unless one is armed, while there is
+// something to sweep: a host, or the owed release of a host without an
+// actor. An activator with neither arms no timer (PERF-3); the first host
+// spawned arms it.
 func (m *machine) armSweep() {
-	if !m.s.Draining {
-		m.do(step.Arm{Timer: TimerSweep, At: m.now.Add(m.cfg.Sweep)})
+	if m.s.Draining || m.s.SweepArmed || len(m.s.Hosts) == 0 && len(m.s.Orphans) == 0 {
+		return
 	}
+	m.do(step.Arm{Timer: TimerSweep, At: m.now.Add(m.cfg.Sweep)})
+	m.s.SweepArmed = true
 }
 
 // sweep wakes every sleeping host whose due time came (ACT-10), nudges
 // each host to retry what waits (a pending stop, an owed release, ACT-8),
 // and retries the owed releases of hosts without an actor.
 func (m *machine) sweep() {
+	m.s.SweepArmed = false // it fired
 	if m.s.Draining {
 		return
 	}
@@ -392,7 +403,7 @@ func (m *machine) drain() {
 	if m.s.Draining {
 		return
 	}
-	m.s.Draining = true
+	m.s.Draining, m.s.SweepArmed = true, false
 	m.do(SetState{State: "draining"})
 	m.do(step.Cancel{Timer: TimerSweep})
 	for _, key := range m.s.Children {

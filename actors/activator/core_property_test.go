@@ -198,8 +198,11 @@ func (w *world) invariants(t *rapid.T) {
 		}
 		owners[svc] = key
 	}
-	if got, want := w.armed[TimerSweep], !s.Draining; got != want {
-		t.Fatalf("sweep armed %v, draining %v", got, s.Draining)
+	if got := w.armed[TimerSweep]; got != s.SweepArmed || got && s.Draining {
+		t.Fatalf("sweep armed %v, the state says %v, draining %v", got, s.SweepArmed, s.Draining)
+	}
+	if something := len(s.Hosts) > 0 || len(s.Orphans) > 0; something && !s.Draining && !w.armed[TimerSweep] {
+		t.Fatalf("sweep not armed with %d hosts and %d owed releases", len(s.Hosts), len(s.Orphans))
 	}
 	if got, want := w.armed[TimerDrain], s.Draining && !s.Ended; got != want {
 		t.Fatalf("drain timer armed %v, draining %v, ended %v", got, s.Draining, s.Ended)
@@ -316,8 +319,10 @@ func (w *world) drawEvent(t *rapid.T) (Event, bool) {
 // live host; a host actor is started only when it is not a child, and
 // messages go only to children; a due wake goes only to a sleeping host
 // whose time came, and never while draining; an owed release is retried
-// once at a time and not while draining; the sweep is armed exactly while
-// not draining, the drain timer exactly while draining and not ended;
+// once at a time and not while draining; the sweep is armed while not
+// draining and there is a host or an owed release (and never while
+// draining: an activator with neither sleeps, PERF-3), the drain timer
+// exactly while draining and not ended;
 // shutdown tells every child to drain, and the activator ends at most once
 // and only after shutdown.
 func TestCoreProperties(t *testing.T) {

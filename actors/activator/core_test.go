@@ -62,9 +62,9 @@ func TestCoreStartedRebuildsFromMemo(t *testing.T) {
 		Owed: []messages.OwedRelease{owed, gone},
 	})
 	wantFx(t, "started", fx,
-		Remember{Key: keyBlog, Def: blog}, Spawn{Key: keyBlog},
+		Remember{Key: keyBlog, Def: blog}, Spawn{Key: keyBlog}, step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)},
 		Remember{Key: keyNotes, Def: notes}, Spawn{Key: keyNotes, Owed: &owed},
-		step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)}, SetState{State: "running"})
+		SetState{State: "running"})
 	if want := []string{keyBlog, keyNotes}; !reflect.DeepEqual(m.s.Children, want) {
 		t.Fatalf("children %v, want %v", m.s.Children, want)
 	}
@@ -83,9 +83,11 @@ func TestCoreStartedRebuildsFromMemo(t *testing.T) {
 // ACT-4) and is routed to its actor; a service that changes host retires
 // the old one (it sleeps and goes) and starts the new one.
 func TestCoreDefineRoutesAndMoves(t *testing.T) {
-	m, _ := newSim(t, Started{})
+	m, fx := newSim(t, Started{})
+	wantFx(t, "started with no host: no sweep (PERF-3)", fx, SetState{State: "running"})
 	notes := hostDef("web", "notes", "notes.localhost")
-	wantFx(t, "first definition", m.step(notes), Remember{Key: keyNotes, Def: notes}, Spawn{Key: keyNotes})
+	wantFx(t, "first definition", m.step(notes), Remember{Key: keyNotes, Def: notes}, Spawn{Key: keyNotes},
+		step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)})
 	notes2 := notes
 	notes2.Deployment = "2"
 	wantFx(t, "new deployment", m.step(notes2), Remember{Key: keyNotes, Def: notes2}, Tell{Key: keyNotes, Msg: notes2})
@@ -107,7 +109,7 @@ func TestCoreDefineRoutesAndMoves(t *testing.T) {
 	// Moved back while the old incarnation still ends: remembered, started
 	// once it has ended.
 	back := notes
-	fx := m.step(back)
+	fx = m.step(back)
 	wantFx(t, "moved back", fx, Forget{Key: "host:notes2.localhost"}, Retire{Key: "host:notes2.localhost"},
 		Remember{Key: keyNotes, Def: back})
 	m.s.Children = []string{"host:notes2.localhost"} // the supervisor took the old child away
@@ -135,21 +137,25 @@ func TestCoreWorkerFirstSight(t *testing.T) {
 	key := "host:nightly.localhost"
 	m, _ := newSim(t, Started{})
 	wantFx(t, "first sight", m.step(nightly), Remember{Key: key, Def: nightly}, Spawn{Key: key},
+		step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)},
 		Tell{Key: key, Msg: messages.HostWake{Host: "nightly.localhost", Reason: messages.WakeDeploy}})
 	m.s.Children = nil // the worker ended for good
 	wantFx(t, "seen before", m.step(messages.ChildExited{Name: key}), Remember{Key: key, Def: nightly}, Spawn{Key: key})
 
 	due, _ := newSim(t, Started{Dues: []messages.DueTime{{Host: "nightly.localhost", At: t0.Add(time.Hour)}}})
-	wantFx(t, "with a due time", due.step(nightly), Remember{Key: key, Def: nightly}, Spawn{Key: key})
+	wantFx(t, "with a due time", due.step(nightly), Remember{Key: key, Def: nightly}, Spawn{Key: key},
+		step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)})
 
 	stopped := nightly
 	stopped.Stopped = true
 	st, _ := newSim(t, Started{})
-	wantFx(t, "stopped", st.step(stopped), Remember{Key: key, Def: stopped}, Spawn{Key: key})
+	wantFx(t, "stopped", st.step(stopped), Remember{Key: key, Def: stopped}, Spawn{Key: key},
+		step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)})
 
 	plain := workerDef("jobs", "pump", "", sc("pump", true, 0, "/bin/sh"))
 	pl, _ := newSim(t, Started{})
-	wantFx(t, "plain worker", pl.step(plain), Remember{Key: "worker:jobs.pump", Def: plain}, Spawn{Key: "worker:jobs.pump"})
+	wantFx(t, "plain worker", pl.step(plain), Remember{Key: "worker:jobs.pump", Def: plain}, Spawn{Key: "worker:jobs.pump"},
+		step.Arm{Timer: TimerSweep, At: t0.Add(DefaultSweep)})
 }
 
 // A removed service's host is retired: forgotten, its due time cleared,

@@ -14,8 +14,8 @@ const openBit = int64(1) << 62
 // the host serves and closes it to sleep). Every method is lock-free and
 // safe for concurrent use; nothing ever waits on it.
 type Gate struct {
-	word     atomic.Int64 // openBit | in-flight count
-	addr     atomic.Pointer[string]
+	word atomic.Int64 // openBit | in-flight count
+	addr atomic.Pointer[string]
 	// activity is when the last counted request ended, as the node's
 	// clock gave it: with its monotonic reading, so the idle window is
 	// measured on the monotonic clock and a wall clock stepped back or

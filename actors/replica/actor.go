@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"runtime"
 	"time"
 
@@ -62,6 +63,10 @@ type Actor struct {
 	output  string
 	sent    messages.ReplicaStatus
 	hasSent bool
+	// shown is what the board has of the replica, so a report that
+	// changes nothing publishes nothing.
+	shown   messages.ReplicaStatus
+	onBoard bool
 }
 
 // Produce returns the producer of a replica actor for p.
@@ -90,7 +95,7 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.output = m.Output
 		a.report()
 	case messages.ReplicaOpDone, messages.ReplicaExited, messages.ReplicaProbed, messages.ReplicaCommand, messages.ReplicaRetry,
-		messages.ReplicaWithdrawn:
+		messages.ReplicaWithdrawn, messages.ReplicaSweep:
 		a.step(m)
 	case watchLost:
 		a.step(WatchLost{})
@@ -110,9 +115,10 @@ func (a *Actor) begin() {
 	a.step(Begin{Adopt: a.p.Adopt})
 }
 
+// step folds e into the actor's state in place (Step's own work, without
+// copying the state in and out), then performs the effects.
 func (a *Actor) step(e Event) {
-	var fx []step.Effect
-	a.s, fx = Step(a.p.Config, a.s, e, a.h.Clock().Now())
+	fx := apply(&a.p.Config, &a.s, e, a.h.Clock().Now())
 	a.perform(fx)
 	a.report()
 }
@@ -163,35 +169,34 @@ func (a *Actor) own(f step.Effect) {
 // as a transient failure, so the replica's step is never held longer.
 func (a *Actor) doOp(op Op, grace time.Duration) {
 	drv, name, spec, self, eng := a.env.Driver, a.p.Spec.Name, a.p.Spec, a.h.PID(), a.h.Engine()
-	clk, bound, log := a.h.Clock(), a.env.StepTimeout, a.h.Log()
-	ctx, cancel := clock.WithTimeout(clk, a.ctx, bound)
-	go func() {
+	clk, bound, log, actx := a.h.Clock(), a.env.StepTimeout, a.h.Log(), a.ctx
+	ctx, cancel := clock.WithTimeout(clk, actx, bound)
+	supervise.BoundedThen(ctx, clk, func(ctx context.Context) messages.ReplicaOpDone {
+		res := messages.ReplicaOpDone{Op: op}
+		switch op {
+		case OpCreate:
+			res.Err = drv.Create(ctx, spec)
+		case OpStart:
+			res.Err = drv.Start(ctx, name)
+		case OpStop:
+			res.Err = drv.Stop(ctx, name, grace)
+		case OpDelete:
+			res.Err = drv.Delete(ctx, name)
+		case OpInspect:
+			res.Status, res.Err = drv.Inspect(ctx, name)
+		}
+		return res
+	}, func(res messages.ReplicaOpDone, answered bool) {
 		defer cancel()
-		res, answered := supervise.Bounded(ctx, clk, func(ctx context.Context) messages.ReplicaOpDone {
-			res := messages.ReplicaOpDone{Op: op}
-			switch op {
-			case OpCreate:
-				res.Err = drv.Create(ctx, spec)
-			case OpStart:
-				res.Err = drv.Start(ctx, name)
-			case OpStop:
-				res.Err = drv.Stop(ctx, name, grace)
-			case OpDelete:
-				res.Err = drv.Delete(ctx, name)
-			case OpInspect:
-				res.Status, res.Err = drv.Inspect(ctx, name)
-			}
-			return res
-		})
 		if !answered {
 			log.Warn().Str("op", string(op)).Dur("bound", bound).Msg("driver call ignored its deadline; abandoned")
 			res = messages.ReplicaOpDone{Op: op, Err: drivers.Errorf(drv.Name(), string(op), name, drivers.ErrTransient,
 				"no answer within the step bound (%s); the call was abandoned", bound)}
-		} else if res.Err != nil && ctx.Err() != nil && a.ctx.Err() == nil {
+		} else if res.Err != nil && ctx.Err() != nil && actx.Err() == nil {
 			res.Err = drivers.Wrap(drv.Name(), string(op), name, drivers.ErrTransient, context.Cause(ctx))
 		}
 		eng.Send(self, res)
-	}()
+	})
 	if op == OpStart {
 		// A start is a restart waiting (PERF-1): let its goroutine run now,
 		// before the status report below readies the service's.
@@ -261,25 +266,29 @@ func (a *Actor) fetchOutput() {
 // decides on has changed.
 func (a *Actor) report() {
 	r := a.snapshot()
-	a.env.Board.PutReplica(r)
+	if !a.onBoard || !same(&a.shown, &r) {
+		r.Addresses = maps.Clone(r.Addresses) // the board's and the service's own copy
+		a.env.Board.PutReplica(r)
+		a.shown, a.onBoard = r, true
+	} else {
+		r.Addresses = a.shown.Addresses
+	}
 	a.h.SetState(string(r.Phase), r.Health)
-	if a.hasSent && !changed(a.sent, r) {
+	if a.hasSent && !changed(&a.sent, &r) {
 		return
 	}
 	a.sent, a.hasSent = r, true
 	a.h.Engine().Send(a.h.Parent(), r)
 }
 
+// snapshot is the replica's status; its Addresses are the state's own
+// map (report copies it before it leaves the actor).
 func (a *Actor) snapshot() messages.ReplicaStatus {
-	s := a.s
-	addrs := make(map[int]string, len(s.Addresses))
-	for k, v := range s.Addresses {
-		addrs[k] = v
-	}
+	s := &a.s
 	r := messages.ReplicaStatus{
 		Stack: a.p.Stack, Service: a.p.Service, Slot: a.p.Slot, ID: a.p.ID, Instance: a.p.Spec.Name,
 		Revision: a.p.Revision, Deployment: a.p.Deployment, Phase: string(s.Phase), Health: string(s.Health.Status),
-		InRotation: s.InRotation, Addresses: addrs, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt,
+		InRotation: s.InRotation, Addresses: s.Addresses, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt,
 		ServingSince: s.ServingSince, Restarts: s.Restarts, LastProbe: s.Health.Last.Output, LastError: s.LastError,
 		FailureOutput: a.output, Ledger: s.Entry, HasLedger: s.HasEntry, Replace: s.Replace, Final: s.Done,
 		Withdraw: s.Withdraw, Refused: s.Refused, RetireError: s.RetireError,
@@ -290,8 +299,16 @@ func (a *Actor) snapshot() messages.ReplicaStatus {
 	return r
 }
 
+// same reports whether a and b show the same: every field the board has.
+func same(a, b *messages.ReplicaStatus) bool {
+	return !changed(a, b) && a.Slot == b.Slot && a.Instance == b.Instance && a.Revision == b.Revision &&
+		a.Deployment == b.Deployment && maps.Equal(a.Addresses, b.Addresses) && a.CreatedAt.Equal(b.CreatedAt) &&
+		a.ServingSince.Equal(b.ServingSince) && a.LastProbe == b.LastProbe && a.Ledger == b.Ledger &&
+		a.Usage == b.Usage
+}
+
 // changed reports whether b differs from a in anything the service acts on.
-func changed(a, b messages.ReplicaStatus) bool {
+func changed(a, b *messages.ReplicaStatus) bool {
 	return a.Phase != b.Phase || a.Health != b.Health || a.InRotation != b.InRotation ||
 		a.Restarts != b.Restarts || a.Replace != b.Replace || a.Final != b.Final ||
 		a.HasLedger != b.HasLedger || a.Ledger.Failures != b.Ledger.Failures ||

@@ -65,6 +65,12 @@ type Policy struct {
 	StopGrace             time.Duration
 	// Sweep is how often a running instance is inspected (SVC-9).
 	Sweep time.Duration
+	// ListSwept: the service sweeps for the replica (it lists its
+	// instances every Sweep and sends Sweep to a replica whose instance
+	// changed or is missing), so the replica arms no periodic sweep of its
+	// own; Sweep still bounds how soon a refused instance is inspected
+	// again.
+	ListSwept bool
 	// TransientRetry is the wait after a transient driver error.
 	TransientRetry time.Duration
 	// FailClosed turns on fail-closed recovery (SVC-30..SVC-33,
@@ -180,6 +186,8 @@ type (
 	Probed  = messages.ReplicaProbed
 	Tick    = messages.Timer
 	Command = messages.ReplicaCommand
+	// Sweep: the service's sweep asks for an inspection now.
+	Sweep = messages.ReplicaSweep
 )
 
 // The replica's own effects; the shared ones (step.Arm, step.Emit,
@@ -205,50 +213,60 @@ type (
 )
 
 // Step folds one event into the state and returns the effects to perform.
+// It works on its own copies of cfg and s: the helpers below take them by
+// pointer, so a step's frames stay small (State is some 700 bytes, and a
+// chain of helpers taking and returning it by value grew each actor
+// goroutine's stack to 32 KiB, copied at every step: PERF-3).
 func Step(cfg Config, s State, e Event, now time.Time) (State, []step.Effect) {
+	fx := apply(&cfg, &s, e, now)
+	return s, fx
+}
+
+func apply(cfg *Config, s *State, e Event, now time.Time) []step.Effect {
 	var fx []step.Effect
 	switch e := e.(type) {
 	case Begin:
-		s, fx = begin(cfg, s, e, now)
+		fx = begin(cfg, s, e, now)
 	case OpDone:
-		s, fx = opDone(cfg, s, e, now)
+		fx = opDone(cfg, s, e, now)
 	case Exited:
-		s, fx = exited(cfg, s, e, now)
+		fx = exited(cfg, s, e, now)
 	case Probed:
-		s, fx = probed(cfg, s, e, now)
+		fx = probed(cfg, s, e, now)
 	case Tick:
-		s, fx = tick(cfg, s, e, now)
+		fx = tick(cfg, s, e, now)
+	case Sweep:
+		fx = inspectNow(s)
 	case Command:
-		s, fx = command(s, e, now)
+		command(s, e, now)
 	case messages.ReplicaRetry:
-		s = retry(s, now)
+		retry(s, now)
 	case Withdrawn:
-		s = withdrawnDone(s, e)
+		withdrawnDone(s, e)
 	case WatchLost:
 		s.restartArmed = false
 	default:
-		return s, nil
+		return nil
 	}
-	s, more := settle(cfg, s, now)
-	return s, append(fx, more...)
+	return append(fx, settle(cfg, s, now)...)
 }
 
-func begin(cfg Config, s State, e Begin, now time.Time) (State, []step.Effect) {
+func begin(cfg *Config, s *State, e Begin, now time.Time) []step.Effect {
 	if s.Intent == "" {
 		s.Intent = messages.IntentRun
 	}
 	if e.Adopt == nil {
 		s.Phase = PhaseCreating
-		return s, nil
+		return nil
 	}
 	s.Created = true
 	s.Phase = PhaseAdopting
 	return observe(cfg, s, *e.Adopt, now, true)
 }
 
-func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func opDone(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	if e.Op != s.Op {
-		return s, nil
+		return nil
 	}
 	s.Op = OpNone
 	switch e.Op {
@@ -257,7 +275,7 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 			return opFailed(cfg, s, e, now)
 		}
 		s.Created, s.CreatedAt = true, now
-		return s, nil
+		return nil
 	case OpStart:
 		if e.Err != nil {
 			s.LastError = e.Err.Error()
@@ -267,13 +285,13 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 			s.Entry = ladder.Started(s.Entry)
 		}
 		s.Op, s.restartArmed = OpInspect, false
-		return s, []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
+		return []step.Effect{StartWatch{}, DoOp{Op: OpInspect}}
 	case OpInspect:
 		if s.reinspect {
 			// Asked before the driver restarted the run: ask again.
 			s.reinspect, s.verifying, s.verify = false, false, false
 			s.Op = OpInspect
-			return s, []step.Effect{DoOp{Op: OpInspect}}
+			return []step.Effect{DoOp{Op: OpInspect}}
 		}
 		if s.verifying {
 			s.verifying = false
@@ -287,61 +305,61 @@ func opDone(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect)
 		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
 			return opFailed(cfg, s, e, now)
 		}
-		s = down(s)
+		down(s)
 		s.healthRestart = false
 		if errors.Is(e.Err, drivers.ErrNotFound) {
 			return missing(s)
 		}
-		return s, nil
+		return nil
 	case OpDelete:
 		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
 			return opFailed(cfg, s, e, now)
 		}
 		s.Created = false
-		return s, nil
+		return nil
 	}
-	return s, nil
+	return nil
 }
 
 // opFailed handles a failed create, stop or delete. A transient error
 // changes nothing but a later retry (SVC-8); another charges the ladder.
-func opFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func opFailed(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	s.LastError = fmt.Sprintf("%s: %v", e.Op, e.Err)
 	if e.Op != OpCreate && retiring(s) {
 		s.RetireError = s.LastError // SVC-33: the service records it
 	}
 	if errors.Is(e.Err, drivers.ErrTransient) || e.Op != OpCreate {
 		s.retryAt = now.Add(cfg.Policy.TransientRetry)
-		return s, retryLater(cfg, now)
+		return retryLater(cfg, now)
 	}
 	return charge(cfg, s, now, s.LastError)
 }
 
-func retryLater(cfg Config, now time.Time) []step.Effect {
+func retryLater(cfg *Config, now time.Time) []step.Effect {
 	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.TransientRetry)}}
 }
 
-func inspectFailed(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func inspectFailed(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	if errors.Is(e.Err, drivers.ErrNotFound) {
 		return missing(s)
 	}
 	// A transient error (or a timeout) changes nothing (SVC-8).
 	s.LastError = fmt.Sprintf("inspect: %v", e.Err)
-	return s, retryLater(cfg, now)
+	return retryLater(cfg, now)
 }
 
 // missing: the instance is confirmed gone. It is withdrawn from traffic and
 // the service fills the slot with a fresh instance, never under this one's
 // identity (SVC-8).
-func missing(s State) (State, []step.Effect) {
-	s = down(s)
+func missing(s *State) []step.Effect {
+	down(s)
 	s.Created = false
 	s.Replace = true
-	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
+	return []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn, Message: "instance is missing; the slot gets a fresh one"}}
 }
 
 // observe applies what the driver reports about the instance.
-func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting bool) (State, []step.Effect) {
+func observe(cfg *Config, s *State, st drivers.Status, now time.Time, adopting bool) []step.Effect {
 	s.Addresses = st.Addresses
 	afterFailed, ours := s.afterFailedStart, s.startPending
 	s.afterFailedStart, s.startPending = false, false
@@ -366,49 +384,46 @@ func observe(cfg Config, s State, st drivers.Status, now time.Time, adopting boo
 			if afterFailed {
 				reason = s.LastError
 			}
-			s = down(s)
+			down(s)
 			s.restarting = false
 			fx := []step.Effect{FetchOutput{}}
-			s, more := charge(cfg, s, now, reason)
-			return s, append(fx, more...)
+			return append(fx, charge(cfg, s, now, reason)...)
 		}
-		return s, nil
+		return nil
 	default:
 		// starting, restarting, paused, unknown: observed, not acted on.
 		if adopting {
 			s.Phase = PhaseAdopting
 		}
-		return s, []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(time.Second)}}
+		return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(time.Second)}}
 	}
 }
 
-func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) (State, []step.Effect) {
+func observeRunning(cfg *Config, s *State, st drivers.Status, now time.Time, adopting, ours, afterFailed bool) []step.Effect {
 	if !(s.Running && st.StartedAt.Equal(s.StartedAt)) {
 		s.Pid, s.Generation = st.Pid, generation(st) // a new run (SVC-31)
 	}
 	switch {
 	case s.Running && st.StartedAt.Equal(s.StartedAt):
-		return s, nil // nothing new
+		return nil // nothing new
 	case s.Running && !ours && s.restartArmed:
 		// Most likely the restart at once this replica authorized, whose
 		// exit is on its way: the exit does the accounting.
-		return s, nil
+		return nil
 	case s.Running && !ours:
 		// Restarted by something else (SVC-9): out of rotation until it is
 		// verified healthy again. Its end is watched like any run's.
 		fx := []step.Effect{StartWatch{}, step.Emit{Kind: messages.KindReplicaRestarted, Level: messages.LevelWarn, Message: "instance restarted outside engenho; verifying it before it serves again"}}
-		s = run(cfg, s, st.StartedAt, now)
+		run(cfg, s, st.StartedAt, now)
 		if !cfg.Probe.Enabled() {
-			var more []step.Effect
-			s, more = observeStable(cfg, s, now, true)
-			fx = append(fx, more...)
+			fx = append(fx, observeStable(cfg, s, now, true)...)
 		}
-		return s, append(fx, probeNow(s, now)...)
+		return append(fx, probeNow(s, now)...)
 	}
 	// Our own start, an adoption, or a failed start that something else
 	// fixed (charge nothing, SVC-8).
 	_ = afterFailed
-	s = run(cfg, s, st.StartedAt, now)
+	run(cfg, s, st.StartedAt, now)
 	// Every run this incarnation learns of is watched, adopted or not: a
 	// replica actor restarted (SUP-9) finds its instance by inspecting it,
 	// and without a watch of its own it would learn of an exit only from
@@ -424,29 +439,26 @@ func observeRunning(cfg Config, s State, st drivers.Status, now time.Time, adopt
 	}
 	if !cfg.Probe.Enabled() {
 		// In rotation while it runs: its stable window starts now (SUP-11).
-		var more []step.Effect
-		s, more = observeStable(cfg, s, now, true)
-		fx = append(fx, more...)
+		fx = append(fx, observeStable(cfg, s, now, true)...)
 	}
-	return s, append(fx, probeNow(s, now)...)
+	return append(fx, probeNow(s, now)...)
 }
 
 // run records a running instance whose run began at startedAt. Its start
 // period counts from startedAt, or from now if the driver's wall time for
 // it lies ahead (a clock stepped back since).
-func run(cfg Config, s State, startedAt, now time.Time) State {
+func run(cfg *Config, s *State, startedAt, now time.Time) {
 	s.Running, s.StartedAt, s.RunSeen = true, startedAt, now
 	s.Health = probe.NewTracker(cfg.Probe, earliest(startedAt, now))
 	s.InRotation, s.ServingSince = false, time.Time{}
 	s.Phase = PhaseProbing
 	if !cfg.Probe.Enabled() {
 		s.Phase = PhaseServing
-		s = published(s, now)
+		published(s, now)
 	}
-	return s
 }
 
-func probeNow(s State, now time.Time) []step.Effect {
+func probeNow(s *State, now time.Time) []step.Effect {
 	if !s.Health.Config.Enabled() || s.probing {
 		return nil
 	}
@@ -454,38 +466,35 @@ func probeNow(s State, now time.Time) []step.Effect {
 }
 
 // down marks the instance not running and out of rotation.
-func down(s State) State {
+func down(s *State) {
 	s.Running, s.InRotation, s.ServingSince = false, false, time.Time{}
 	if s.Phase != PhaseFailed {
 		s.Phase = PhaseDown
 	}
-	return s
 }
 
-func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect) {
+func exited(cfg *Config, s *State, e Exited, now time.Time) []step.Effect {
 	if !s.Running || s.Op == OpStop {
-		return s, nil // already known, or the end of our own stop
+		return nil // already known, or the end of our own stop
 	}
 	ex := e.Exit
 	if ex.Restarted && ex.At.Before(s.StartedAt) {
 		// The end of a run before the current one: an inspection saw it
 		// stopped first and it was accounted then.
-		return s, nil
+		return nil
 	}
 	s.LastExit = &ex
-	s = down(s)
+	down(s)
 	s.restartArmed = false
 	fx := []step.Effect{FetchOutput{}}
 	if s.Op == OpInspect {
 		s.startPending = false
 	}
-	s, more := chargeExit(cfg, s, ex, now)
-	fx = append(fx, more...)
+	fx = append(fx, chargeExit(cfg, s, ex, now)...)
 	if ex.Restarted {
-		s, more = restartedByDriver(s)
-		fx = append(fx, more...)
+		fx = append(fx, restartedByDriver(s)...)
 	}
-	return s, fx
+	return fx
 }
 
 // restartAhead reports whether the driver may restart the current run at
@@ -495,7 +504,7 @@ func exited(cfg Config, s State, e Exited, now time.Time) (State, []step.Effect)
 // would make at the next failure; a later change that could make it wrong
 // (a stop, a health restart, a replacement) goes through the driver's
 // Stop, which withdraws the authorization.
-func restartAhead(cfg Config, s State) bool {
+func restartAhead(cfg *Config, s *State) bool {
 	p := cfg.Policy
 	if !p.DriverRestarts || !s.Running || p.Condition == "none" || p.MaxAttempts > 0 {
 		return false
@@ -516,7 +525,7 @@ func restartAhead(cfg Config, s State) bool {
 // restartedByDriver takes a restart the driver made at once, as this
 // replica authorized (PERF-1): counted as settle counts its own restarts
 // and looked at as after a start call of its own.
-func restartedByDriver(s State) (State, []step.Effect) {
+func restartedByDriver(s *State) []step.Effect {
 	s.Restarts++
 	s.restarting, s.startPending = true, true
 	s.Entry = ladder.Started(s.Entry)
@@ -524,10 +533,10 @@ func restartedByDriver(s State) (State, []step.Effect) {
 	fx := []step.Effect{StartWatch{}}
 	if s.Op != OpNone {
 		s.reinspect = true // its answer may be from before the restart
-		return s, fx
+		return fx
 	}
 	s.Op = OpInspect
-	return s, append(fx, DoOp{Op: OpInspect})
+	return append(fx, DoOp{Op: OpInspect})
 }
 
 // leftDown is the fingerprint of replica.restart_limit: the instance is
@@ -535,12 +544,12 @@ func restartedByDriver(s State) (State, []step.Effect) {
 // after a restart says so only once (SVC-26).
 const leftDown = "left down by its restart policy"
 
-func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []step.Effect) {
+func chargeExit(cfg *Config, s *State, ex drivers.Exit, now time.Time) []step.Effect {
 	reason := ex.Describe() // the driver's reason first: "oom-killed (limit 64 MiB)" (DRV-14)
 	if cfg.Policy.Condition == "on-failure" && ex.ExitCode == 0 && ex.Signal == "" {
 		s.Phase = PhaseFailed
 		s.LastError = "exited cleanly; restart policy on-failure leaves it down"
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelInfo, Message: s.LastError}}
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelInfo, Message: s.LastError}}
 	}
 	return charge(cfg, s, now, reason)
 }
@@ -548,24 +557,24 @@ func chargeExit(cfg Config, s State, ex drivers.Exit, now time.Time) (State, []s
 // charge counts one failure against the restart policy and the ladder and
 // sets when the next attempt may run (SUP-10, SUP-12, SUP-16). The reason
 // is the replica's last error from here on: status shows it (SVC-19).
-func charge(cfg Config, s State, now time.Time, reason string) (State, []step.Effect) {
+func charge(cfg *Config, s *State, now time.Time, reason string) []step.Effect {
 	s.LastError = reason
 	if cfg.Policy.Condition == "none" {
 		s.Phase = PhaseFailed
 		s.LastError = "restart policy none leaves it down: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelWarn, Message: s.LastError}}
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelWarn, Message: s.LastError}}
 	}
-	if limit(cfg.Policy, &s, now) {
+	if limit(cfg.Policy, s, now) {
 		s.Phase = PhaseFailed
 		s.LastError = "restart limit reached: " + reason
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelError, Message: s.LastError}}
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaLimit, Fingerprint: leftDown, Level: messages.LevelError, Message: s.LastError}}
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)
 	s.HasEntry = true
 	s.NextAttempt = d.At
 	msg := fmt.Sprintf("%s; failure %d, next attempt %s", reason, d.Failures, d.At.UTC().Format(time.RFC3339))
-	return s, []step.Effect{step.Emit{Kind: messages.KindReplicaFailed, Level: messages.LevelWarn, Message: msg}}
+	return []step.Effect{step.Emit{Kind: messages.KindReplicaFailed, Level: messages.LevelWarn, Message: msg}}
 }
 
 // limit applies max_attempts within window (SUP-16).
@@ -594,10 +603,10 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect) {
+func probed(cfg *Config, s *State, e Probed, now time.Time) []step.Effect {
 	s.probing = false
 	if !s.Running || s.Op == OpStop || e.Result.At.Before(s.RunSeen) {
-		return s, nil
+		return nil
 	}
 	s.Health, _ = probe.Observe(s.Health, e.Result, now)
 	var fx []step.Effect
@@ -608,23 +617,22 @@ func probed(cfg Config, s State, e Probed, now time.Time) (State, []step.Effect)
 			// Ready, but published only once an inspection shows the same
 			// run (SVC-31); settle starts it.
 			s.verify = true
-			return s, nil
+			return nil
 		}
 		if !s.InRotation {
-			s = published(s, now)
+			published(s, now)
 		}
 		s.Phase = PhaseServing
-		s, fx = observeStable(cfg, s, now, true)
+		fx = observeStable(cfg, s, now, true)
 	case probe.StatusUnhealthy:
 		s.InRotation, s.ServingSince = false, time.Time{}
 		s.Phase = PhaseUnhealthy
-		s, fx = observeStable(cfg, s, now, false)
+		fx = observeStable(cfg, s, now, false)
 		if s.Health.UnhealthyObservations >= threshold(cfg.Policy) {
-			s, more := healthRestart(cfg, s, now)
-			return s, append(fx, more...)
+			return append(fx, healthRestart(cfg, s, now)...)
 		}
 	}
-	return s, append(fx, probeNow(s, now)...)
+	return append(fx, probeNow(s, now)...)
 }
 
 func threshold(p Policy) int {
@@ -636,13 +644,13 @@ func threshold(p Policy) int {
 
 // healthRestart restarts an unhealthy instance, or asks for a fresh one
 // after too many restarts that did not make it healthy (SUP-15).
-func healthRestart(cfg Config, s State, now time.Time) (State, []step.Effect) {
+func healthRestart(cfg *Config, s *State, now time.Time) []step.Effect {
 	if cfg.Policy.Condition == "none" {
-		return s, nil // never restarted: it stays up, out of rotation
+		return nil // never restarted: it stays up, out of rotation
 	}
 	if s.HealthRestarts >= cfg.Policy.RestartsBeforeReplace {
 		s.Replace = true
-		return s, []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn,
+		return []step.Effect{step.Emit{Kind: messages.KindReplicaReplaced, Level: messages.LevelWarn,
 			Message: fmt.Sprintf("restarted %d times for being unhealthy without becoming healthy; replacing it", s.HealthRestarts)}}
 	}
 	s.HealthRestarts++
@@ -651,9 +659,9 @@ func healthRestart(cfg Config, s State, now time.Time) (State, []step.Effect) {
 }
 
 // observeStable feeds the ladder's stability window (SUP-11).
-func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []step.Effect) {
+func observeStable(cfg *Config, s *State, now time.Time, stable bool) []step.Effect {
 	if !s.HasEntry {
-		return s, nil
+		return nil
 	}
 	var reset bool
 	s.Entry, reset = ladder.Observe(cfg.Ladder, s.Entry, now, stable)
@@ -662,37 +670,44 @@ func observeStable(cfg Config, s State, now time.Time, stable bool) (State, []st
 		if !s.restartArmed && restartAhead(cfg, s) {
 			// A fresh ladder restarts at once again.
 			s.restartArmed = true
-			return s, []step.Effect{StartWatch{Restart: true}}
+			return []step.Effect{StartWatch{Restart: true}}
 		}
-		return s, nil
+		return nil
 	}
 	if stable {
-		return s, []step.Effect{step.Arm{Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
+		return []step.Effect{step.Arm{Timer: TimerStable, At: s.Entry.StableSince.Add(cfg.Ladder.Stable)}}
 	}
-	return s, nil
+	return nil
 }
 
-func tick(cfg Config, s State, e Tick, now time.Time) (State, []step.Effect) {
+func tick(cfg *Config, s *State, e Tick, now time.Time) []step.Effect {
 	switch e.Name {
 	case TimerProbe:
 		if s.Running && s.Op == OpNone && s.Health.Config.Enabled() && !s.probing {
 			s.probing = true
-			return s, []step.Effect{DoProbe{}}
+			return []step.Effect{DoProbe{}}
 		}
 	case TimerSweep:
-		if s.Op == OpNone && s.Created && (s.Intent != messages.IntentRetire || s.Refused != "") {
-			s.Op = OpInspect
-			return s, []step.Effect{DoOp{Op: OpInspect}}
-		}
+		return inspectNow(s)
 	case TimerStable:
 		if s.Running && s.InRotation {
 			return observeStable(cfg, s, now, true)
 		}
 	}
-	return s, nil
+	return nil
 }
 
-func command(s State, e Command, now time.Time) (State, []step.Effect) {
+// inspectNow inspects the instance unless a driver call is in flight
+// (its own inspection follows) or it is being retired.
+func inspectNow(s *State) []step.Effect {
+	if s.Op == OpNone && s.Created && (s.Intent != messages.IntentRetire || s.Refused != "") {
+		s.Op = OpInspect
+		return []step.Effect{DoOp{Op: OpInspect}}
+	}
+	return nil
+}
+
+func command(s *State, e Command, now time.Time) {
 	prev := s.Intent
 	s.Intent = e.Intent
 	if e.Intent != messages.IntentRun {
@@ -705,82 +720,80 @@ func command(s State, e Command, now time.Time) (State, []step.Effect) {
 			s.Phase = PhaseDown
 		}
 	}
-	return s, nil
 }
 
 // retry clears the backoff and a spent restart policy (SUP-17).
-func retry(s State, now time.Time) State {
+func retry(s *State, now time.Time) {
 	s.Entry, s.HasEntry = messages.Ledger{}, false
 	s.Attempts, s.NextAttempt = nil, now
 	if s.Phase == PhaseFailed {
 		s.Phase = PhaseDown
 	}
-	return s
 }
 
 // settle starts the next driver call the state calls for, if none is in
 // flight, and arms the restart timer while one is pending.
-func settle(cfg Config, s State, now time.Time) (State, []step.Effect) {
+func settle(cfg *Config, s *State, now time.Time) []step.Effect {
 	if s.Op != OpNone || s.Done || now.Before(s.retryAt) || s.Refused != "" {
-		return s, nil // SVC-32: a refused instance is not touched
+		return nil // SVC-32: a refused instance is not touched
 	}
 	switch {
-	case s.Replace && s.Created && needsWithdraw(cfg, &s):
+	case s.Replace && s.Created && needsWithdraw(cfg, s):
 		s.Phase = PhaseRetiring
-		return s, nil // SVC-30: withdrawn before it is replaced
+		return nil // SVC-30: withdrawn before it is replaced
 	case s.Intent == messages.IntentRetire || s.Replace:
 		return retire(cfg, s)
 	case s.Intent == messages.IntentStop:
 		if s.Running {
 			s.Phase, s.Op = PhaseStopping, OpStop
-			return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+			return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 		}
 		s.Phase = PhaseStopped
-		return s, nil
+		return nil
 	}
 	if s.Running && s.healthRestart {
-		if needsWithdraw(cfg, &s) {
+		if needsWithdraw(cfg, s) {
 			// SVC-30: withdrawn before it is restarted. The withdrawal is
 			// the stop's first step, so it shows as stopping, as without it.
 			s.Phase = PhaseStopping
-			return s, nil
+			return nil
 		}
 		// Kept until the stop succeeds: a stop that failed is tried again.
 		s.Phase, s.Op = PhaseStopping, OpStop
-		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 	}
 	if s.Running && s.verify {
 		s.Op, s.verifying = OpInspect, true
-		return s, []step.Effect{DoOp{Op: OpInspect}}
+		return []step.Effect{DoOp{Op: OpInspect}}
 	}
 	if s.Running {
-		return s, append(sweep(cfg, now), keepProbing(s, now)...)
+		return append(sweep(cfg, now), keepProbing(s, now)...)
 	}
 	if s.Phase == PhaseFailed || s.Phase == PhaseAdopting {
-		return s, nil
+		return nil
 	}
 	if now.Before(s.NextAttempt) {
 		s.Phase = PhaseDown
-		return s, []step.Effect{step.Arm{Timer: TimerRestart, At: s.NextAttempt}}
+		return []step.Effect{step.Arm{Timer: TimerRestart, At: s.NextAttempt}}
 	}
 	if !s.Created {
 		s.Phase, s.Op = PhaseCreating, OpCreate
-		return s, []step.Effect{DoOp{Op: OpCreate}}
+		return []step.Effect{DoOp{Op: OpCreate}}
 	}
-	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) && needsWithdraw(cfg, &s) {
-		return s, nil // SVC-30: a dead instance is withdrawn before it is restarted
+	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) && needsWithdraw(cfg, s) {
+		return nil // SVC-30: a dead instance is withdrawn before it is restarted
 	}
 	if s.Phase == PhaseDown && s.StartedAt != (time.Time{}) {
 		s.Restarts++
 		s.restarting = true
 	}
 	s.Phase, s.Op = PhaseStarting, OpStart
-	return s, []step.Effect{DoOp{Op: OpStart}}
+	return []step.Effect{DoOp{Op: OpStart}}
 }
 
 // keepProbing keeps a probe armed while the instance runs: a probe due
 // while a driver call was in flight is not lost.
-func keepProbing(s State, now time.Time) []step.Effect {
+func keepProbing(s *State, now time.Time) []step.Effect {
 	if !s.Health.Config.Enabled() || s.probing {
 		return nil
 	}
@@ -789,24 +802,24 @@ func keepProbing(s State, now time.Time) []step.Effect {
 
 // sweep keeps a periodic inspection of a running instance armed, which
 // catches a start time that changed behind engenho's back (SVC-9).
-func sweep(cfg Config, now time.Time) []step.Effect {
-	if cfg.Policy.Sweep <= 0 {
+func sweep(cfg *Config, now time.Time) []step.Effect {
+	if cfg.Policy.Sweep <= 0 || cfg.Policy.ListSwept {
 		return nil
 	}
 	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.Sweep), Keep: true}}
 }
 
 // retire stops and deletes the instance, then ends the actor (SVC-16).
-func retire(cfg Config, s State) (State, []step.Effect) {
+func retire(cfg *Config, s *State) []step.Effect {
 	s.InRotation = false
 	switch {
 	case s.Running:
 		s.Phase, s.Op = PhaseRetiring, OpStop
-		return s, []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
+		return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}
 	case s.Created:
 		s.Phase, s.Op = PhaseRetiring, OpDelete
-		return s, []step.Effect{DoOp{Op: OpDelete}}
+		return []step.Effect{DoOp{Op: OpDelete}}
 	}
 	s.Phase, s.Done = PhaseGone, true
-	return s, []step.Effect{step.End{}}
+	return []step.Effect{step.End{}}
 }

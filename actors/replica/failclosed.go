@@ -22,7 +22,7 @@ type Withdrawn = messages.ReplicaWithdrawn
 // needsWithdraw holds a touch of the instance (a restart, a stop for
 // health, a replacement) until the service has withdrawn it from the
 // balancer (SVC-30). It reports whether the touch must wait.
-func needsWithdraw(cfg Config, s *State) bool {
+func needsWithdraw(cfg *Config, s *State) bool {
 	if !cfg.Policy.FailClosed || cfg.Policy.NoRotation || s.withdrawn {
 		return false // nothing to withdraw from, or already withdrawn
 	}
@@ -34,20 +34,18 @@ func needsWithdraw(cfg Config, s *State) bool {
 // balancer refused, the service is publication-inhibited and publishes
 // nothing new until a withdrawal succeeds; the dead or unhealthy instance
 // is still repaired.
-func withdrawnDone(s State, e Withdrawn) State {
+func withdrawnDone(s *State, e Withdrawn) {
 	if !s.Withdraw {
-		return s
+		return
 	}
 	s.Withdraw, s.withdrawn = false, true
-	return s
 }
 
 // published marks the instance in rotation: a later touch needs a new
 // withdrawal (SVC-30).
-func published(s State, now time.Time) State {
+func published(s *State, now time.Time) {
 	s.InRotation, s.ServingSince = true, now
 	s.withdrawn, s.Withdraw = false, false // a request that was waiting is moot
-	return s
 }
 
 // generation is what the instance's labels say it is (SVC-3): its
@@ -60,7 +58,7 @@ func generation(st drivers.Status) string {
 // publication (SVC-31). The same run (start time, pid, generation) is
 // published; anything else aborts the publication, and the instance is
 // verified again as a new run.
-func verified(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effect) {
+func verified(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	s.verify = false
 	if e.Err != nil {
 		if errors.Is(e.Err, drivers.ErrNotFound) {
@@ -69,13 +67,13 @@ func verified(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effec
 		s.verify = true // keep the evidence pending: verify again later
 		s.LastError = fmt.Sprintf("inspect before publishing: %v", e.Err)
 		s.retryAt = now.Add(cfg.Policy.TransientRetry)
-		return s, retryLater(cfg, now)
+		return retryLater(cfg, now)
 	}
 	st := e.Status
 	same := st.State == drivers.StateRunning && st.StartedAt.Equal(s.StartedAt) && st.Pid == s.Pid &&
 		generation(st) == s.Generation
 	if same && s.Running && s.Health.Status == probe.StatusHealthy {
-		s = published(s, now)
+		published(s, now)
 		s.Phase = PhaseServing
 		return observeStable(cfg, s, now, true)
 	}
@@ -98,8 +96,7 @@ func verified(cfg Config, s State, e OpDone, now time.Time) (State, []step.Effec
 		// A new run, as far as the evidence goes: probe it afresh.
 		s.StartedAt = time.Time{}
 	}
-	s, more := observe(cfg, s, st, now, false)
-	return s, append(fx, more...)
+	return append(fx, observe(cfg, s, st, now, false)...)
 }
 
 func stateName(st drivers.State) string {
@@ -122,7 +119,7 @@ func unsafe(st drivers.State) bool {
 // refuse records that recovery refuses to touch the instance (SVC-32): it
 // is out of rotation and neither started, stopped nor deleted while it is
 // found so; the sweep inspects it again.
-func refuse(cfg Config, s State, st drivers.Status, now time.Time, was string) (State, []step.Effect) {
+func refuse(cfg *Config, s *State, st drivers.Status, now time.Time, was string) []step.Effect {
 	s.Refused = fmt.Sprintf("instance %s is in state %s: recovery refuses to restart or delete it", st.Name, stateName(st.State))
 	s.LastError = s.Refused
 	s.InRotation, s.ServingSince = false, time.Time{}
@@ -131,12 +128,12 @@ func refuse(cfg Config, s State, st drivers.Status, now time.Time, was string) (
 	if s.Refused != was {
 		fx = append(fx, step.Emit{Kind: messages.KindRecoveryRefused, Level: messages.LevelError, Message: s.Refused})
 	}
-	return s, fx
+	return fx
 }
 
 // refusedRecheck is how soon an instance in a refused state is inspected
 // again: the sweep, at most every TransientRetry.
-func refusedRecheck(cfg Config) time.Duration {
+func refusedRecheck(cfg *Config) time.Duration {
 	d := cfg.Policy.TransientRetry
 	if d <= 0 {
 		d = time.Second
@@ -148,4 +145,4 @@ func refusedRecheck(cfg Config) time.Duration {
 }
 
 // retiring reports whether the replica is on its way out.
-func retiring(s State) bool { return s.Intent == messages.IntentRetire || s.Replace }
+func retiring(s *State) bool { return s.Intent == messages.IntentRetire || s.Replace }

@@ -273,14 +273,17 @@ func TestSVC33PendingRetirementSurvivesRestart(t *testing.T) {
 // kind=not_found): an inspection that answers "not found" for an instance
 // that in truth still runs makes its replica take it for missing, and the
 // slot gets a fresh instance. The one left running is no replica's: the
-// service's orphan scan (every OrphanScan) adopts it, and the slot, now
+// service's sweep (one listing every sweep interval) adopts it, and the slot, now
 // with two instances of the current revision, keeps one. Before, the
 // extra instances ran on for good beside the slot's own.
 func TestSVC15FalseNotFoundLeavesNoExtraInstance(t *testing.T) {
 	e := newEnv(t)
 	e.apply(recoveryStack)
 	e.until("converged", func() bool { return e.tree.Converged("web") })
+	// The restart after a death inspects the run it started: the driver
+	// says it is not there, though it runs.
 	e.drv.FailNext("inspect", 2, drivers.ErrNotFound)
+	e.drv.Die(e.replica(1).Instance, 1)
 	e.until("a slot refilled beside its instance", func() bool { return len(e.instances()) > 2 })
 	running := func() int {
 		n := 0

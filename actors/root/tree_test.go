@@ -16,6 +16,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// webV1's probes never time out: the tests advance the fake clock in
+// jumps (30s a pass) that would otherwise outrun a probe still in flight
+// on a busy machine and fail it as "timed out".
 const webV1 = `
 services:
   api:
@@ -23,6 +26,7 @@ services:
     healthcheck:
       test: ["CMD", "check", "v1"]
       interval: 2s
+      timeout: 24h
       retries: 1
     deploy:
       replicas: 3
@@ -294,5 +298,70 @@ func TestSVC10StoppedIntentSurvivesActorRestarts(t *testing.T) {
 				t.Fatalf("%s started again after a panic of %s", name, path)
 			}
 		}
+	}
+}
+
+// SVC-8, SVC-9, PERF-3: the service's sweep (one listing of its instances
+// each sweep interval) finds what no watch reported: an instance whose
+// run began again behind engenho's back is verified before it serves
+// again, and restarted by no one; an instance deleted behind its back is
+// replaced in its slot. Instances as their replicas know them cost no
+// inspection.
+func TestSVC9SweepFindsWhatNoWatchSaw(t *testing.T) {
+	e := newEnv(t)
+	e.apply(webV1)
+	e.until("converged", func() bool { return e.tree.Converged("web") })
+	inspects := e.drv.Calls(fake.OpInspect)
+	e.clk.Advance(31 * time.Second) // a sweep
+	e.until("a sweep listed", func() bool { return e.drv.Calls(fake.OpList) >= 2 })
+	time.Sleep(20 * time.Millisecond)
+	if n := e.drv.Calls(fake.OpInspect) - inspects; n != 0 {
+		t.Fatalf("a sweep of unchanged instances made %d inspections", n)
+	}
+
+	reps := e.tree.Service("web", "api").Replicas
+	rerun, gone := reps[0].Instance, reps[1].Instance
+	starts := e.drv.Starts(rerun)
+	if !e.drv.Rerun(rerun) {
+		t.Fatal("rerun")
+	}
+	e.until("the rerun seen", func() bool {
+		e.clk.Advance(time.Second)
+		for _, ev := range e.tree.Events.All() {
+			if ev.Kind == messages.KindReplicaRestarted && ev.Instance == rerun && ev.Level == messages.LevelWarn {
+				return true
+			}
+		}
+		return false
+	})
+	e.until("converged after the rerun", func() bool { return e.tree.Converged("web") })
+	if n := e.drv.Starts(rerun); n != starts {
+		t.Fatalf("the rerun instance was started %d more times", n-starts)
+	}
+
+	if !e.drv.Vanish(gone) {
+		t.Fatal("vanish")
+	}
+	e.until("the missing instance replaced", func() bool {
+		e.clk.Advance(time.Second)
+		st := e.tree.Service("web", "api")
+		if !e.tree.Converged("web") || len(st.Replicas) != 3 {
+			return false
+		}
+		for _, r := range st.Replicas {
+			if r.Instance == gone {
+				return false
+			}
+		}
+		return true
+	})
+	replaced := false
+	for _, ev := range e.tree.Events.All() {
+		if ev.Kind == messages.KindReplicaReplaced && ev.Instance == gone {
+			replaced = true
+		}
+	}
+	if !replaced {
+		t.Fatalf("no replica.replaced event for %s:\n%s", gone, e.tree.Events)
 	}
 }

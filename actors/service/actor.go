@@ -105,27 +105,26 @@ type Actor struct {
 	views map[string]messages.ReplicaStatus // last report of each replica
 
 	planQueued bool
+	sweeping   bool // a sweep's listing is under way (sweep.go)
 	ports      []portBinding
 	held       map[string][]int           // replica ID -> host ports it holds (SVC-24)
 	portsShort bool                       // the last Take failed; said once until one succeeds
 	rotation   map[string]string          // port name -> last backends, to skip no-op updates
 	applied    map[string]map[string]bool // port name -> replica IDs the balancer last took (SVC-30)
 	lastSum    messages.ServiceSummary
+	retired    map[string]time.Time // instance name -> when its replica deleted it
 	ctx        context.Context
 	cancel     context.CancelFunc
 }
 
 // relistTimer is the shell's own timer: list the instances again after a
-// failed listing, and every OrphanScan once adopted.
+// failed listing.
 const relistTimer = "relist"
 
-// OrphanScan is how often an adopted service lists its instances again to
-// find one that carries its labels and its name but that no replica actor
-// of it manages: one a replica took for missing on a false "not found"
-// and replaced, or one a crash left behind. It is adopted, and a slot
-// that then has two instances of the current revision keeps one
-// (SVC-15).
-const OrphanScan = 10 * time.Second
+// retiredMemory is how long an instance a replica retired (deleted) is
+// never taken for an orphan: a listing begun before its delete may still
+// name it.
+const retiredMemory = time.Minute
 
 // portsTimer is the shell's other timer: plan again after a new instance
 // found no free host port (SVC-24), every portsRetry.
@@ -168,7 +167,11 @@ func (a *Actor) Receive(c *actor.Context) {
 	case actor.Stopped:
 		a.stopped()
 	case messages.ServiceListed:
-		a.adopt(m)
+		if m.Sweep {
+			a.swept(m)
+		} else {
+			a.adopt(m)
+		}
 	case messages.Timer:
 		a.timer(m)
 	case messages.ReplicaStatus:
@@ -259,6 +262,10 @@ func (a *Actor) timer(m messages.Timer) {
 		a.list()
 		return
 	}
+	if m.Name == sweepTimer {
+		a.sweep()
+		return
+	}
 	if m.Name == portsTimer {
 		a.planSoon()
 		return
@@ -267,7 +274,10 @@ func (a *Actor) timer(m messages.Timer) {
 }
 
 // list asks the driver for the instances of this service (SUP-9).
-func (a *Actor) list() {
+func (a *Actor) list() { a.listing(false) }
+
+// listing lists the instances for the adoption, or for a sweep.
+func (a *Actor) listing(sweep bool) {
 	drv, self, eng := a.drv, a.h.PID(), a.h.Engine()
 	sel := drivers.Labels{drivers.LabelStack: a.stack, drivers.LabelService: a.name}
 	clk, bound := a.h.Clock(), stepTimeout(a.current.Definition, a.env)
@@ -276,9 +286,10 @@ func (a *Actor) list() {
 		defer cancel()
 		res, answered := supervise.Bounded(ctx, clk, func(ctx context.Context) messages.ServiceListed {
 			found, err := drv.List(ctx, sel)
-			return messages.ServiceListed{Instances: found, Err: err}
+			return messages.ServiceListed{Instances: found, Err: err, Sweep: sweep}
 		})
 		if !answered {
+			res.Sweep = sweep
 			res.Err = drivers.Errorf(drv.Name(), "list", "", drivers.ErrTransient,
 				"no answer within the step bound (%s); the call was abandoned", bound)
 		}
@@ -295,8 +306,6 @@ func (a *Actor) adopt(m messages.ServiceListed) {
 		return
 	}
 	if a.s.Adopted {
-		a.adoptOrphans(m.Instances)
-		a.timers.Arm(relistTimer, a.h.Clock().Now().Add(OrphanScan))
 		return
 	}
 	for _, st := range m.Instances {
@@ -306,20 +315,36 @@ func (a *Actor) adopt(m messages.ServiceListed) {
 		a.adoptOne(st)
 	}
 	a.feed(Adopted{})
-	a.timers.Arm(relistTimer, a.h.Clock().Now().Add(OrphanScan))
+	a.armSweep()
+}
+
+// noteRetired remembers an instance its replica deleted (retiredMemory).
+func (a *Actor) noteRetired(name string) {
+	if a.retired == nil {
+		a.retired = map[string]time.Time{}
+	}
+	a.retired[name] = a.h.Clock().Now()
 }
 
 // adoptOrphans adopts every listed instance of this service that no
-// replica actor manages (see OrphanScan). Instance names are chosen here
-// before they are created, so an instance being created is never taken
-// for an orphan.
+// replica actor manages: one a replica took for missing on a false "not
+// found" and replaced, or one a crash left behind (SVC-8, SVC-15). A
+// slot that then has two instances of the current revision keeps one.
+// Instance names are chosen here before they are created, so an instance
+// being created is never taken for an orphan.
 func (a *Actor) adoptOrphans(found []drivers.Status) {
 	managed := make(map[string]bool, len(a.s.Replicas))
 	for id, r := range a.s.Replicas {
 		managed[stackfile.InstanceName(a.stack, a.name, r.Slot, id)] = true
 	}
+	now := a.h.Clock().Now()
+	for name, at := range a.retired {
+		if now.Sub(at) > retiredMemory {
+			delete(a.retired, name)
+		}
+	}
 	for _, st := range found {
-		if st.Labels[stackfile.LabelSidecar] != "" || managed[st.Name] {
+		if st.Labels[stackfile.LabelSidecar] != "" || managed[st.Name] || a.retired[st.Name] != (time.Time{}) {
 			continue
 		}
 		a.h.Log().Warn().Str("instance", st.Name).Str("state", string(st.State)).Msg("found an instance of this service no replica manages; adopting it")
@@ -438,6 +463,7 @@ func (a *Actor) childExited(m messages.ChildExited) {
 				// its ports) behind, so they stay in use until the next boot.
 				a.env.HostPorts.Release(a.held[id]...)
 				delete(a.held, id)
+				a.noteRetired(stackfile.InstanceName(a.stack, a.name, r.Slot, id))
 			}
 			if m.Reason.Abnormal() {
 				a.env.Board.DeleteReplica(a.stack, a.name, id)

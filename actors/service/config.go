@@ -41,6 +41,7 @@ func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 			RestartsBeforeReplace: svc.Engenho.RestartsBeforeReplace,
 			StopGrace:             svc.StopGracePeriod,
 			Sweep:                 env.Sweep,
+			ListSwept:             true, // the service sweeps (sweep.go)
 			TransientRetry:        5 * time.Second,
 			FailClosed:            true, // SVC-30..SVC-33
 			NoRotation:            len(svc.Ports) == 0,

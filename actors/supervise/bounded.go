@@ -2,6 +2,8 @@ package supervise
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/engenho/engenho/drivers/clock"
@@ -36,4 +38,41 @@ func Bounded[T any](ctx context.Context, clk clock.Clock, call func(context.Cont
 		var zero T
 		return zero, false
 	}
+}
+
+// BoundedThen is Bounded without a goroutine waiting on the call: call
+// runs in a goroutine of its own and then hands its result to done; if it
+// has not answered AbandonGrace past the end of ctx, done gets the zero
+// value and false instead, and the late answer is dropped. done runs
+// once, in the call's goroutine or in a timer's. One goroutine a call
+// where Bounded takes two (the replica's driver calls, every sweep).
+func BoundedThen[T any](ctx context.Context, clk clock.Clock, call func(context.Context) T, done func(T, bool)) {
+	var once atomic.Bool
+	finish := func(v T, answered bool) {
+		if once.CompareAndSwap(false, true) {
+			done(v, answered)
+		}
+	}
+	var mu sync.Mutex
+	var grace clock.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !once.Load() {
+			grace = clk.AfterFunc(AbandonGrace, func() {
+				var zero T
+				finish(zero, false)
+			})
+		}
+	})
+	go func() {
+		v := call(ctx)
+		stop()
+		mu.Lock()
+		if grace != nil {
+			grace.Stop()
+		}
+		mu.Unlock()
+		finish(v, true)
+	}()
 }

@@ -34,30 +34,45 @@ type cell struct {
 	// trap: the actor handles messages.Shutdown itself (TrapShutdown).
 	trap bool
 	exit messages.ChildExited
+	// shown is what SetState published last, while it is the node in the
+	// tree: the same state set again is not published again, so the
+	// node's Since stays when the state began.
+	shown                   bool
+	shownState, shownDetail string
 }
 
+// Receive is the path of every message an actor sends another: an
+// ordinary message takes one type switch and a deferred recover, in this
+// one frame (PERF-2: hollywood starts a goroutine for a burst of messages
+// on a small stack, and a frame more on the way to the actor was enough
+// to make a small actor's every burst grow it by copying).
 func (cl *cell) Receive(c *actor.Context) {
-	switch m := c.Message().(type) {
+	switch c.Message().(type) {
 	case actor.Initialized:
 		cl.init(c)
-		return
 	case actor.Stopped:
 		cl.stopped(c)
-		return
 	case messages.ChildExited, messages.RestartDue, messages.StopTimedOut:
-		cl.supervise(c, m)
-	default:
+		cl.supervise(c, c.Message())
+	case actor.Started, messages.Shutdown, messages.ExitSelf, messages.RestartChild, messages.Deliver, messages.InjectPanic:
 		if !cl.dead {
 			cl.deliver(c)
+		}
+	default:
+		if !cl.dead {
+			defer cl.recoverPanic(c)
+			cl.inner.Receive(c)
 		}
 	}
 }
 
-// deliver hands an ordinary message to the actor, recovering its panics.
+// deliver hands the layer's own messages to the layer, and those the actor
+// sees too to the actor, recovering its panics.
 func (cl *cell) deliver(c *actor.Context) {
 	defer cl.recoverPanic(c)
 	switch m := c.Message().(type) {
 	case actor.Started:
+		cl.shown = false
 		cl.sys.Tree.publish(cl.node("running", ""))
 	case messages.Shutdown:
 		if cl.trap && !cl.exiting {
@@ -149,6 +164,7 @@ func (cl *cell) begin(c *actor.Context, why messages.ChildExited) {
 	}
 	cl.exiting = true
 	cl.exit = why
+	cl.shown = false
 	cl.sys.Tree.publish(cl.node("stopping", string(why.Reason)))
 	if cl.kids != nil {
 		cl.kids.stopAll(c, func() { c.Engine().Stop(c.PID()) })
@@ -231,9 +247,15 @@ func (h *Handle) log() *zerolog.Logger {
 	return h.lg
 }
 
-// SetState publishes the actor's state for `engenho tree`.
+// SetState publishes the actor's state for `engenho tree`; the state it
+// published last, set again, changes nothing.
 func (h *Handle) SetState(state, detail string) {
-	h.cell.sys.Tree.publish(h.cell.node(state, detail))
+	cl := h.cell
+	if cl.shown && cl.shownState == state && cl.shownDetail == detail {
+		return
+	}
+	cl.sys.Tree.publish(cl.node(state, detail))
+	cl.shown, cl.shownState, cl.shownDetail = true, state, detail
 }
 
 // Supervise makes the actor a supervisor with opts and returns its

@@ -707,3 +707,66 @@ func TestBounded(t *testing.T) {
 		t.Fatal("a deaf call was reported answered")
 	}
 }
+
+// SVC-11, SUP-4, PERF-3: BoundedThen hands on what the call returns, once;
+// a call that ignores its context is given up AbandonGrace after the
+// context ended, on the clock, and its late result is dropped.
+func TestBoundedThen(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	type res struct {
+		v  int
+		ok bool
+	}
+	got := make(chan res, 2)
+	done := func(v int, ok bool) { got <- res{v, ok} }
+	BoundedThen(context.Background(), clk, func(context.Context) int { return 7 }, done)
+	if r := <-got; !r.ok || r.v != 7 {
+		t.Fatalf("a call that answers: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	BoundedThen(ctx, clk, func(ctx context.Context) int { cancel(); <-ctx.Done(); return 8 }, done)
+	if r := <-got; !r.ok || r.v != 8 {
+		t.Fatalf("a call that honours its context: %+v", r)
+	}
+
+	release := make(chan struct{})
+	ctx, cancel = context.WithCancel(context.Background())
+	BoundedThen(ctx, clk, func(context.Context) int { <-release; return 1 }, done)
+	cancel()
+	if !clk.WaitForTimers(1, 10*time.Second) { // the grace is armed
+		t.Fatal("BoundedThen armed no grace")
+	}
+	clk.Advance(AbandonGrace - time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("gave up before the grace: %+v", r)
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	if r := <-got; r.ok {
+		t.Fatal("a deaf call was reported answered")
+	}
+	close(release) // its late answer is dropped
+	select {
+	case r := <-got:
+		t.Fatalf("a late answer was handed on: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// SUP-1, PERF-3: an ending incarnation's last node (or a dead one's
+// waiting node) never covers the node of a later incarnation of the same
+// path, which publishes only when its state changes.
+func TestTreeKeepsTheLaterIncarnation(t *testing.T) {
+	tr := NewTree()
+	tr.publish(Node{Path: "root/a", Gen: 2, State: "running"})
+	tr.publish(Node{Path: "root/a", Gen: 1, State: "stopping"})
+	tr.remove("root/a", 1)
+	if n, ok := tr.Get("root/a"); !ok || n.Gen != 2 || n.State != "running" {
+		t.Fatalf("node %+v %v, want gen 2 running", n, ok)
+	}
+	tr.publish(Node{Path: "root/a", Gen: 3, State: "starting"})
+	if n, _ := tr.Get("root/a"); n.Gen != 3 {
+		t.Fatalf("a later incarnation did not replace the node: %+v", n)
+	}
+}

@@ -31,7 +31,27 @@ type Tree struct {
 // NewTree returns an empty tree.
 func NewTree() *Tree { return &Tree{} }
 
-func (t *Tree) publish(n Node) { t.nodes.Store(n.Path, n) }
+// publish makes n the node at its path, unless a later incarnation (a
+// higher gen: gens only grow) has published there already: an ending
+// incarnation's last words, or the waiting node of a dead one, never
+// cover the live one (which publishes only when its state changes).
+func (t *Tree) publish(n Node) {
+	for {
+		v, ok := t.nodes.Load(n.Path)
+		if !ok {
+			if _, loaded := t.nodes.LoadOrStore(n.Path, n); !loaded {
+				return
+			}
+			continue
+		}
+		if v.(Node).Gen > n.Gen {
+			return
+		}
+		if t.nodes.CompareAndSwap(n.Path, v, n) {
+			return
+		}
+	}
+}
 
 // remove drops path if it is still the given incarnation's.
 func (t *Tree) remove(path string, gen uint64) {

@@ -192,7 +192,11 @@ func TestParseEveryKeySVC1(t *testing.T) {
 				}
 			}},
 		{"x-engenho backoff: empty delays go straight to the cap", "x-engenho:\n  backoff: {immediate: 0, delays: []}", true,
-			func(s *Service) { s.Engenho.Backoff.Immediate = 0; s.Engenho.Backoff.Delays = []time.Duration{}; s.Engenho.Backoff.Declared = true }},
+			func(s *Service) {
+				s.Engenho.Backoff.Immediate = 0
+				s.Engenho.Backoff.Delays = []time.Duration{}
+				s.Engenho.Backoff.Declared = true
+			}},
 		{"x-* keys in a service are ignored", "x-note: anything\nx-anchor: &a {b: c}", true, nil},
 		{"merge keys from an x- anchor", "<<: {stop_grace_period: 7s, env: {A: merged}}\nenv: {A: own}", true,
 			func(s *Service) { s.StopGracePeriod = 7 * time.Second; s.Env = Env{"A": Plain("own")} }},

@@ -22,6 +22,14 @@ type Group struct {
 	h      *Host
 	rel    string // relative to each mount: ROOT/NAME
 	limits Limits
+	// counters are the usage files Usage keeps open (counters.go).
+	counters *counterFiles
+}
+
+func newGroup(h *Host, rel string, l Limits) *Group {
+	g := &Group{h: h, rel: rel, limits: l}
+	newCounterFiles(g)
+	return g
 }
 
 // Rel is the group's path relative to each hierarchy's mount; the
@@ -82,7 +90,7 @@ func (h *Host) Create(name string, l Limits) (*Group, error) {
 	if err := checkRel(rel); err != nil || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("cgroup name %q: want a plain instance name", name)
 	}
-	g := &Group{h: h, rel: rel, limits: l}
+	g := newGroup(h, rel, l)
 	for _, dir := range g.dirs() {
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			g.removeDirs()
@@ -116,7 +124,7 @@ func (h *Host) Open(rel string, l Limits) (*Group, bool) {
 	if checkRel(rel) != nil {
 		return nil, false
 	}
-	g := &Group{h: h, rel: rel, limits: l}
+	g := newGroup(h, rel, l)
 	if _, err := os.Stat(filepath.Join(g.primary().mount, rel)); err != nil {
 		return nil, false
 	}
@@ -131,7 +139,7 @@ func (h *Host) Leftover(rel string) (*Group, bool) {
 	if checkRel(rel) != nil {
 		return nil, false
 	}
-	g := &Group{h: h, rel: rel}
+	g := newGroup(h, rel, Limits{})
 	for _, dir := range g.dirs() {
 		if _, err := os.Stat(dir); err == nil {
 			return g, true

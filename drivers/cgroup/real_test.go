@@ -174,13 +174,10 @@ func TestDRV12V1ChildStartsInsideItsGroup(t *testing.T) {
 				t.Errorf("the child's /proc/self/cgroup does not place it in %s of %s:\n%s", g.Rel(), hy.mount, out)
 			}
 		}
-		ours := ownThreads(t)
-		for _, dir := range g.dirs() {
-			for _, tid := range parsePids([]byte(readFile(t, filepath.Join(dir, "tasks")))) {
-				if slices.Contains(ours, tid) {
-					t.Errorf("thread %d of the test process is in %s", tid, dir)
-				}
-			}
+		// The start thread ends with its goroutine, a moment after the
+		// fork: wait for that (a thread kept in the group never goes).
+		if !waitUntil(10*time.Second, func() bool { return len(oursIn(t, []*Group{g})) == 0 }) {
+			t.Errorf("threads of the test process stay in %s: %v", g.Rel(), oursIn(t, []*Group{g}))
 		}
 	}
 	u, err := g.Usage()
@@ -486,5 +483,49 @@ func TestDRV15LeftoverOfAHalfRemovedGroup(t *testing.T) {
 	}
 	if _, ok := h.Leftover("../escape"); ok {
 		t.Fatal("Leftover took a path out of the subtree")
+	}
+}
+
+// PERF-3, DRV-16: Usage keeps its counters open between samples (one
+// pread each, no open and close), the counts still move, a removed group
+// does not stay busy because of them, and Close gives them back.
+func TestPERF3UsageCountersStayOpen(t *testing.T) {
+	h := testHost(t, V1)
+	g := mustCreate(t, h, "counted", Limits{})
+	before := counterFDs.Load()
+	c := startIn(t, g, "/bin/sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo done; sleep 3600")
+	u1, err := g.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := counterFDs.Load() - before
+	if opened <= 0 {
+		t.Fatalf("no counter kept open after a Usage (%d)", opened)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(c.out, buf); err != nil || string(buf) != "done\n" {
+		t.Fatalf("child: %q %v", buf, err)
+	}
+	u2, err := g.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counterFDs.Load() - before; got != opened {
+		t.Errorf("a second Usage changed the open counters: %d, then %d", opened, got)
+	}
+	if u2.CPU <= u1.CPU || u2.Pids < 1 {
+		t.Errorf("counts did not move through the kept descriptors: %+v, then %+v", u1, u2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.Drain(ctx, sleepCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Remove(ctx, sleepCtx); err != nil {
+		t.Fatalf("Remove with counters open: %v", err)
+	}
+	g.Close()
+	if got := counterFDs.Load(); got != before {
+		t.Errorf("Close left %d counters open", got-before)
 	}
 }

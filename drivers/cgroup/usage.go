@@ -36,7 +36,7 @@ func (g *Group) Usage() (Usage, error) {
 		if g.h.Missing(c) != nil {
 			return
 		}
-		v, err := readInt(filepath.Join(g.Dir(c), file))
+		v, err := g.readInt(filepath.Join(g.Dir(c), file))
 		if err != nil {
 			errs = append(errs, err)
 			return
@@ -45,9 +45,10 @@ func (g *Group) Usage() (Usage, error) {
 	}
 	var cpu int64
 	if g.h.version == V2 {
-		b, err := readSmall(filepath.Join(g.Dir(CPU), "cpu.stat"))
+		var buf [1024]byte // cpu.stat: a dozen lines
+		n, err := g.readCounter(filepath.Join(g.Dir(CPU), "cpu.stat"), buf[:])
 		if err == nil {
-			cpu, err = field(b, "usage_usec")
+			cpu, err = field(buf[:n], "usage_usec")
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -55,7 +56,7 @@ func (g *Group) Usage() (Usage, error) {
 		u.CPU = time.Duration(cpu) * time.Microsecond
 		read(Memory, "memory.current", &u.Memory)
 		if g.h.Missing(Memory) == nil {
-			u.MemoryPeak, _ = readInt(filepath.Join(g.Dir(Memory), "memory.peak"))
+			u.MemoryPeak, _ = g.readInt(filepath.Join(g.Dir(Memory), "memory.peak"))
 		}
 	} else {
 		read(CPUAcct, "cpuacct.usage", &cpu)
@@ -126,7 +127,21 @@ func readInt(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	s := string(bytes.TrimSpace(buf[:n]))
+	return parseInt(path, buf[:n])
+}
+
+// readInt reads one of the group's counters holding one integer.
+func (g *Group) readInt(path string) (int64, error) {
+	var buf [64]byte
+	n, err := g.readCounter(path, buf[:])
+	if err != nil {
+		return 0, err
+	}
+	return parseInt(path, buf[:n])
+}
+
+func parseInt(path string, buf []byte) (int64, error) {
+	s := string(bytes.TrimSpace(buf))
 	if s == "max" {
 		return -1, nil
 	}

@@ -47,6 +47,7 @@ type Driver struct {
 	mu        sync.Mutex
 	rng       *rand.Rand
 	instances map[string]*instance
+	byService drivers.ServiceIndex // names by stack and service, for List
 	faults    map[string]*fault
 	calls     map[string]int
 	starts    map[string]int // survives Delete: "how often was NAME started"
@@ -77,6 +78,7 @@ func New(opts Options) *Driver {
 		clk:       opts.Clock,
 		rng:       rng,
 		instances: make(map[string]*instance),
+		byService: drivers.ServiceIndex{},
 		faults:    make(map[string]*fault),
 		calls:     make(map[string]int),
 		starts:    make(map[string]int),
@@ -238,6 +240,47 @@ func (d *Driver) Restart(name string) bool {
 	d.mu.Unlock()
 	fire()
 	then()
+	return true
+}
+
+// Rerun starts a new run of the running instance name, with a new
+// StartedAt and pid, firing no watch: a restart the caller's watch did
+// not see (a lost event stream, a backend that re-executed the workload),
+// which only an inspection finds (SVC-9). It reports whether name was
+// running.
+func (d *Driver) Rerun(name string) bool {
+	d.mu.Lock()
+	in, ok := d.instances[name]
+	if !ok || in.state != drivers.StateRunning {
+		d.mu.Unlock()
+		return false
+	}
+	if in.timer != nil {
+		in.timer.Stop()
+		in.timer = nil
+	}
+	close(in.runDone) // the old run is over, unseen
+	then := d.beginRun(in)
+	d.mu.Unlock()
+	then()
+	return true
+}
+
+// Vanish removes the instance name as if someone deleted it behind the
+// caller's back, firing no watch: only an inspection finds it missing
+// (SVC-8). It reports whether name existed.
+func (d *Driver) Vanish(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in, ok := d.instances[name]
+	if !ok {
+		return false
+	}
+	if in.timer != nil {
+		in.timer.Stop()
+	}
+	delete(d.instances, name)
+	d.byService.Remove(name, in.spec.Labels)
 	return true
 }
 

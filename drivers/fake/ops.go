@@ -95,6 +95,7 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		logs:         newLogBuf(),
 		addrOverride: make(map[int]string),
 	}
+	d.byService.Add(spec.Name, spec.Labels)
 	d.addVolumes(spec)
 	return nil
 }
@@ -308,6 +309,7 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	}
 	in.logs.close()
 	delete(d.instances, name)
+	d.byService.Remove(name, in.spec.Labels)
 	return nil
 }
 
@@ -422,9 +424,18 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []drivers.Status
-	for _, in := range d.instances {
+	add := func(in *instance) {
 		if in.spec.Labels.Match(selector) {
 			out = append(out, in.snapshot())
+		}
+	}
+	if names, ok := d.byService.Candidates(selector); ok {
+		for name := range names {
+			add(d.instances[name])
+		}
+	} else {
+		for _, in := range d.instances {
+			add(in)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -131,6 +131,7 @@ func (d *Driver) retireCgroup(ctx context.Context, in *instance) error {
 		d.keepCgroup(in, g)
 		return err
 	}
+	g.Close()
 	// Recorded only once it is gone: a daemon that dies before still
 	// finds the cgroup, and what is in it, through the state file.
 	return in.persist(snap, v)

@@ -27,7 +27,8 @@ const (
 	DefaultLogFiles    = 3
 )
 
-// rotateEvery is how often every instance's log is checked for rotation.
+// rotateEvery is how often a log file being written is checked for
+// rotation (logwatch.go: a quiet one is left to inotify).
 const rotateEvery = time.Second
 
 // Options configure a process driver.
@@ -90,10 +91,20 @@ type Driver struct {
 
 	mu        sync.Mutex
 	instances map[string]*instance
+	byService drivers.ServiceIndex // names by stack and service, for List
 	closed    bool
-	rotation  clock.Timer
-	rotating  sync.WaitGroup
 	nextWatch uint64
+
+	// Log rotation checks (logwatch.go), under logMu: the hot files with
+	// the size last seen, the quiet ones with their inotify watch, and the
+	// tick, armed while a file is hot.
+	logMu    sync.Mutex
+	logHot   map[*instance]int64
+	logWds   map[*instance]int32
+	logStop  bool
+	logPolls bool // said once that some file is polled
+	rotation clock.Timer
+	rotating sync.WaitGroup
 	// runs maps run tokens to live runs while New loads (see findRun).
 	runs map[string]tokenRun
 	// cg is the cgroup host, nil when instances run without; cgErr says
@@ -189,6 +200,9 @@ func New(opts Options) (*Driver, error) {
 		null:      null,
 		done:      make(chan struct{}),
 		instances: make(map[string]*instance),
+		byService: drivers.ServiceIndex{},
+		logHot:    make(map[*instance]int64),
+		logWds:    make(map[*instance]int32),
 	}
 	d.openCgroups()
 	d.pickSecretsDir()
@@ -197,12 +211,16 @@ func New(opts Options) (*Driver, error) {
 		null.Close()
 		return nil, fmt.Errorf("process driver: reaper: %w", err)
 	}
+	theLogWatcher.acquire()
 	if err := d.load(); err != nil {
 		d.Close()
 		return nil, err
 	}
+	// Adopted runs may be writing: each file is checked until it is quiet.
 	d.mu.Lock()
-	d.rotation = d.clk.AfterFunc(rotateEvery, d.rotateTick)
+	for _, in := range d.instances {
+		d.logWritten(in)
+	}
 	d.mu.Unlock()
 	return d, nil
 }
@@ -246,6 +264,7 @@ func (d *Driver) load() error {
 			continue
 		}
 		d.instances[name] = in
+		d.byService.Add(name, in.rec.Spec.Labels)
 	}
 	d.runs = nil
 	return nil
@@ -350,9 +369,16 @@ func (d *Driver) Close() error {
 	}
 	d.closed = true
 	close(d.done)
+	d.logMu.Lock()
+	d.logStop = true
 	if d.rotation != nil {
 		d.rotation.Stop()
 	}
+	for in, wd := range d.logWds {
+		delete(d.logWds, in)
+		theLogWatcher.unwatch(wd)
+	}
+	d.logMu.Unlock()
 	all := make([]*instance, 0, len(d.instances))
 	for _, in := range d.instances {
 		all = append(all, in)
@@ -364,12 +390,16 @@ func (d *Driver) Close() error {
 		if in.proc != nil {
 			d.r.detach(in.proc)
 		}
+		if in.cg != nil {
+			in.cg.Close() // its counters' descriptors; the next driver opens them again
+		}
 		for _, w := range in.watches {
 			w.Cancel()
 		}
 		clear(in.watches)
 		in.mu.Unlock()
 	}
+	theLogWatcher.release()
 	d.r.release()
 	d.bg.Wait()
 	d.null.Close()
@@ -409,32 +439,6 @@ func (d *Driver) lockLive(op, name string) (*instance, error) {
 		return nil, d.errorf(op, name, drivers.ErrNotFound, "")
 	}
 	return in, nil
-}
-
-// rotateTick rotates full logs, then re-arms itself.
-func (d *Driver) rotateTick() {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	d.rotating.Add(1)
-	all := make([]*instance, 0, len(d.instances))
-	for _, in := range d.instances {
-		all = append(all, in)
-	}
-	d.mu.Unlock()
-	defer d.rotating.Done()
-	for _, in := range all {
-		if err := in.logs.rotateIfFull(); err != nil {
-			d.log.Warn().Err(err).Str("instance", in.name).Msg("log rotation failed")
-		}
-	}
-	d.mu.Lock()
-	if !d.closed {
-		d.rotation = d.clk.AfterFunc(rotateEvery, d.rotateTick)
-	}
-	d.mu.Unlock()
 }
 
 // watch is one Watch registration: it fires at most once, never after

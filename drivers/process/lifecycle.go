@@ -93,6 +93,7 @@ func (d *Driver) Create(ctx context.Context, spec drivers.Spec) error {
 		return drivers.Wrap(DriverName, opCreate, spec.Name, drivers.ErrTransient, err)
 	}
 	d.instances[spec.Name] = in
+	d.byService.Add(spec.Name, in.rec.Spec.Labels)
 	return nil
 }
 
@@ -192,6 +193,7 @@ func (d *Driver) startLocked(ctx context.Context, in *instance) (killed <-chan s
 		return nil, drivers.Wrap(DriverName, opStart, name, spawnKind(err), err)
 	}
 	in.run, in.proc, in.runDone = run, sp.proc, make(chan struct{})
+	d.logWritten(in) // the new run writes: check its file until it is quiet
 	in.rec.Running, in.rec.Pid, in.rec.ProcStart, in.rec.Launching = true, sp.proc.pid, sp.procStart, false
 	in.rec.StartedAt = d.nextStartedAt(in)
 	in.rec.ExitCode, in.rec.Signal, in.rec.Reason = 0, "", ""
@@ -457,9 +459,11 @@ func (d *Driver) Delete(ctx context.Context, name string) error {
 	in.deleted = true
 	d.opts.HostPorts.Release(picked(in.rec.Spec.Ports, in.rec.HostPorts)...)
 	in.mu.Unlock()
+	d.logForget(in)
 	d.mu.Lock()
 	if d.instances[name] == in {
 		delete(d.instances, name)
+		d.byService.Remove(name, in.rec.Spec.Labels)
 	}
 	d.mu.Unlock()
 	return nil
@@ -499,9 +503,16 @@ func (d *Driver) List(ctx context.Context, selector drivers.Labels) ([]drivers.S
 		d.mu.Unlock()
 		return nil, d.errorf(opList, "", drivers.ErrInvalid, "driver closed")
 	}
-	all := make([]*instance, 0, len(d.instances))
-	for _, in := range d.instances {
-		all = append(all, in)
+	var all []*instance
+	if names, ok := d.byService.Candidates(selector); ok {
+		for name := range names {
+			all = append(all, d.instances[name])
+		}
+	} else {
+		all = make([]*instance, 0, len(d.instances))
+		for _, in := range d.instances {
+			all = append(all, in)
+		}
 	}
 	d.mu.Unlock()
 	var out []drivers.Status

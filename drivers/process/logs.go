@@ -23,7 +23,7 @@ import (
 // Rotation is copy-then-truncate, since the workload holds the file open:
 // output written between the copy and the truncate (a few microseconds) is
 // lost. It happens when the file has reached max bytes, checked at every
-// Start and once a second.
+// Start and once a second while the file is being written (logwatch.go).
 type logSet struct {
 	mu   sync.Mutex // one rotation at a time
 	path string
@@ -45,19 +45,32 @@ func (l *logSet) openForWorkload() (*os.File, error) {
 
 // rotateIfFull rotates when the current file has reached max bytes.
 func (l *logSet) rotateIfFull() error {
+	_, err := l.check()
+	return err
+}
+
+// check rotates when the current file has reached max bytes; it returns
+// the file's size after that (-1: there is no file).
+func (l *logSet) check() (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fi, err := os.Stat(l.path)
-	if err != nil || fi.Size() < l.max {
-		return nil
+	if err != nil {
+		return -1, nil
+	}
+	if fi.Size() < l.max {
+		return fi.Size(), nil
 	}
 	os.Remove(l.file(l.keep))
 	for i := l.keep - 1; i >= 1; i-- {
 		if err := os.Rename(l.file(i), l.file(i+1)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("rotate %s: %w", l.file(i), err)
+			return fi.Size(), fmt.Errorf("rotate %s: %w", l.file(i), err)
 		}
 	}
-	return copyTruncate(l.path, l.file(1))
+	if err := copyTruncate(l.path, l.file(1)); err != nil {
+		return fi.Size(), err
+	}
+	return 0, nil
 }
 
 func copyTruncate(src, dst string) error {

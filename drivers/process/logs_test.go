@@ -155,3 +155,59 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 		t.Errorf("followed %d ticks up to tick%d, %d missing:\n%s", len(ticks), last, missing, got.String())
 	}
 }
+
+// PERF-3, DRV-3: a log file that stopped growing is left to inotify, and
+// with no file being written the rotation tick is not armed at all; a
+// write to the file makes it checked again, and a full file is still
+// rotated at the next tick.
+func TestPERF3QuietLogLeftToInotify(t *testing.T) {
+	dir := t.TempDir()
+	fc := clock.NewFake(time.Unix(1_700_000_000, 0))
+	d, err := process.New(process.Options{Dir: dir, CgroupRoot: cgroupRoot, Clock: fc, Logger: zerolog.Nop(), LogMaxBytes: 1000, LogFiles: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mustCreate(t, d, shSpec("quiet", "echo hello; sleep 3600", nil))
+	mustStart(t, d, "quiet")
+	defer d.Kill(ctxT(t), "quiet")
+	waitLogs(t, d, "quiet", "hello")
+	if hot, _, armed := d.LogCheck("quiet"); !hot || !armed {
+		t.Fatalf("a started run's file: hot %v, tick armed %v; want both", hot, armed)
+	}
+	fc.Advance(time.Second) // first size seen
+	fc.Advance(time.Second) // the same size: left to inotify
+	hot, watched, armed := d.LogCheck("quiet")
+	if hot || armed {
+		t.Fatalf("a quiet file: hot %v, tick armed %v; want neither", hot, armed)
+	}
+	if !watched {
+		t.Skip("inotify cannot watch here: quiet files are polled every second (the fallback)")
+	}
+
+	// A write to the file (as the workload would) wakes the check.
+	log := filepath.Join(dir, "instances", "quiet", "output.log")
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(strings.Repeat("x", 1200) + "\n")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if hot, _, armed := d.LogCheck("quiet"); hot && armed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a write to a quiet file did not make it hot")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fc.Advance(time.Second)
+	if fi, err := os.Stat(log + ".1"); err != nil || fi.Size() < 1000 {
+		t.Fatalf("the full file was not rotated at the tick: %v", err)
+	}
+}

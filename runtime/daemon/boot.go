@@ -297,6 +297,7 @@ func (d *Daemon) startTree() (func(), error) {
 		rt.usage.Start()
 	}
 	rt.secrets = newSecretWatch(d, rt)
+	p.deployer.OnChange(rt.secrets.poke)
 	rt.secrets.start()
 	p.deployer.Attach(func(msg any) {
 		switch m := msg.(type) {
@@ -401,6 +402,7 @@ func (d *Daemon) drain(budget time.Duration) {
 		rt.usage.Stop()
 	}
 	if rt.secrets != nil {
+		rt.deployer.OnChange(nil)
 		rt.secrets.stop()
 	}
 	rt.deployer.Attach(nil)

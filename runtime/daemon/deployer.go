@@ -56,6 +56,9 @@ type Deployer struct {
 	// actors is who asked for each stack's deployment in force, for the
 	// events the tree raises (issue 17); nil keeps events as they are.
 	actors *actors
+	// changed, when set, is called after each recorded change of the
+	// desired state (the secret watch arms itself on it).
+	changed func()
 }
 
 // NewDeployer returns a deployer over j; node validates new definitions;
@@ -63,6 +66,21 @@ type Deployer struct {
 // sealed in the journal.
 func NewDeployer(j *journal.Journal, node stackfile.Node, key stackfile.NodeKey) *Deployer {
 	return &Deployer{journal: j, node: node, key: key, now: time.Now}
+}
+
+// OnChange sets what is called after each recorded change of the desired
+// state (nil: nothing).
+func (d *Deployer) OnChange(fn func()) {
+	d.mu.Lock()
+	d.changed = fn
+	d.mu.Unlock()
+}
+
+// noteChange calls the OnChange hook; the caller holds d.mu.
+func (d *Deployer) noteChange() {
+	if d.changed != nil {
+		d.changed()
+	}
 }
 
 // Attach connects the deployer to a running tree (nil detaches).
@@ -388,6 +406,9 @@ func (d *Deployer) write(stack string, c journal.StackChange) (journal.StackStat
 	if d.observe != nil {
 		d.observe(time.Since(start))
 	}
+	if err == nil {
+		d.noteChange()
+	}
 	if a := c.Audit; a != nil {
 		if err != nil {
 			a.Seq = 0 // not on disk: finishAudit records the failure
@@ -518,6 +539,7 @@ func (d *Deployer) Forget(stack string) error {
 	if err := d.journal.RemoveStack(stack); err != nil {
 		return err
 	}
+	d.noteChange()
 	d.unpublish(stack)
 	return nil
 }

@@ -64,11 +64,21 @@ type node struct {
 	// cgroupRoot is this node's cgroup subtree (DRV-12), so nodes of
 	// tests side by side never share one; cleanup removes it.
 	cgroupRoot string
+	// sweep is the config's sweep.interval; "" is 1s, for tests that
+	// want failures found soon.
+	sweep string
+}
+
+func (n *node) sweepInterval() string {
+	if n.sweep == "" {
+		return "1s"
+	}
+	return n.sweep
 }
 
 const baseConfig = `data_dir: data
 log: {level: info}
-sweep: {interval: 1s}
+sweep: {interval: %s}
 stacks: [%s]
 ports: {instance_range: %q}
 `
@@ -99,7 +109,7 @@ func newNode(t testing.TB, stacks ...string) *node {
 
 func (n *node) writeConfig(stacks ...string) {
 	n.t.Helper()
-	if err := os.WriteFile(n.config, []byte(fmt.Sprintf(baseConfig, strings.Join(stacks, ", "), n.portRange.String())+n.extra), 0o644); err != nil {
+	if err := os.WriteFile(n.config, []byte(fmt.Sprintf(baseConfig, n.sweepInterval(), strings.Join(stacks, ", "), n.portRange.String())+n.extra), 0o644); err != nil {
 		n.t.Fatal(err)
 	}
 }

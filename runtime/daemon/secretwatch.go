@@ -31,6 +31,13 @@ import (
 // A file that cannot be read keeps the value recorded (logged once per
 // error); so does a stack held by a rollback (engenho rollback pins the
 // deployment until the next apply) or being removed.
+//
+// The watch is armed only while a recorded stack has a file secret
+// (PERF-3: an idle daemon sleeps): a round that finds none arms no next
+// round, and the deployer pokes the watch after every change of the
+// desired state, so a stack applied with a file secret arms it again.
+// The first round runs at start whatever the stacks, to read back the
+// stale marks (seedStale).
 
 // secretRefresh is how often the secret files are read again.
 const secretRefresh = 2 * time.Second
@@ -44,9 +51,12 @@ type secretWatch struct {
 	tick time.Duration
 
 	mu      sync.Mutex
-	timer   clock.Timer
+	timer   clock.Timer // the next round; nil when none is armed
 	stopped bool
-	running sync.WaitGroup
+	// busy: a round is under way and will arm the next one if needed;
+	// poked: the desired state changed during it.
+	busy, poked bool
+	running     sync.WaitGroup
 	// cache maps a stack to its file secrets, valid while the recorded
 	// definition hashes to sum (no Unmarshal on every round).
 	cache map[string]cachedSecrets
@@ -123,6 +133,20 @@ func (w *secretWatch) stop() {
 	w.running.Wait()
 }
 
+// poke arms a round when none is armed: the desired state changed, and
+// may now have a file secret to watch.
+func (w *secretWatch) poke() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.stopped:
+	case w.busy:
+		w.poked = true
+	case w.timer == nil:
+		w.timer = w.clk.AfterFunc(w.tick, w.round)
+	}
+}
+
 func (w *secretWatch) round() {
 	w.mu.Lock()
 	if w.stopped {
@@ -130,15 +154,17 @@ func (w *secretWatch) round() {
 		return
 	}
 	w.running.Add(1)
+	w.busy, w.poked, w.timer = true, false, nil
 	w.mu.Unlock()
 	defer w.running.Done()
 	if !w.seeded {
 		w.seedStale()
 		w.seeded = true
 	}
-	w.check()
+	watching := w.check()
 	w.mu.Lock()
-	if !w.stopped {
+	w.busy = false
+	if !w.stopped && (watching || w.poked) {
 		w.timer = w.clk.AfterFunc(w.tick, w.round)
 	}
 	w.mu.Unlock()
@@ -147,12 +173,14 @@ func (w *secretWatch) round() {
 	}
 }
 
-// check reads every secret file once and rotates what changed.
-func (w *secretWatch) check() {
+// check reads every secret file once and rotates what changed. It reports
+// whether there is anything to watch: a recorded stack with a file secret,
+// or a stack or the journal it could not read (tried again next round).
+func (w *secretWatch) check() (watching bool) {
 	states, err := w.dep.journal.Stacks()
 	if err != nil {
 		w.once("journal", "secret rotation: cannot read the stacks", err)
-		return
+		return true
 	}
 	read := map[string]fileRead{}
 	for _, st := range states {
@@ -162,7 +190,11 @@ func (w *secretWatch) check() {
 		secrets, err := w.secretsOf(st)
 		if err != nil {
 			w.once("stack:"+st.Stack, "secret rotation: cannot read stack "+st.Stack, err)
+			watching = true
 			continue
+		}
+		if len(secrets) > 0 {
+			watching = true
 		}
 		fresh := map[string]string{}
 		for _, s := range secrets {
@@ -192,6 +224,7 @@ func (w *secretWatch) check() {
 		}
 		w.rotate(st.Stack, fresh)
 	}
+	return watching
 }
 
 type fileRead struct {

@@ -249,3 +249,67 @@ func TestSecretWatchStaleAfterRestart(t *testing.T) {
 		t.Errorf("an instance started after the rotation has the new value: stale = %v", s)
 	}
 }
+
+// PERF-3: the watch sleeps while no recorded stack has a file secret. Its
+// first round runs (it reads back the stale marks), then no round is
+// armed; a stack applied with a file secret arms it again, and once that
+// stack is removed it sleeps again.
+func TestPERF3SecretWatchArmedOnlyWithFileSecrets(t *testing.T) {
+	r := &rotRig{deployerRig: newRig(t, t.TempDir()), project: t.TempDir(), clk: clock.NewFake(rigNow), rounds: make(chan struct{}, 10)}
+	r.writeSecret("one")
+	r.w = makeSecretWatch(r.d, r.clk, func(string, error) {}, func() []messages.ServiceStatus { return nil })
+	r.w.onRound = func() { r.rounds <- struct{}{} }
+	r.d.OnChange(r.w.poke)
+	t.Cleanup(r.w.stop)
+	apply := func(file, content string) {
+		t.Helper()
+		st, err := stackfile.ParseWith(filepath.Join(r.project, file), []byte(content), stackfile.Options{Dir: r.project})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.d.Apply(context.Background(), st, filepath.Join(r.project, file), false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	armed := func() bool {
+		r.w.mu.Lock()
+		defer r.w.mu.Unlock()
+		return r.w.timer != nil
+	}
+	apply("plain.yaml", "name: plain\nservices:\n  a:\n    driver: fake\n    command: [\"/bin/a\"]\n")
+	r.w.start()
+	r.clk.Advance(secretRefresh)
+	<-r.rounds // the first round
+	if armed() {
+		t.Fatal("a round is armed with no file secret recorded")
+	}
+	r.clk.Advance(3 * secretRefresh)
+	select {
+	case <-r.rounds:
+		t.Fatal("a round ran with no file secret recorded")
+	default:
+	}
+
+	apply("web.yaml", rotStack) // pokes the watch
+	if !armed() {
+		t.Fatal("applying a stack with a file secret armed no round")
+	}
+	r.writeSecret("two")
+	r.clk.Advance(secretRefresh)
+	<-r.rounds
+	if _, st := r.recorded(); st.Services["api"].Secrets[0].Value.Reveal() != "two" {
+		t.Fatal("the round did not rotate")
+	}
+	if !armed() {
+		t.Fatal("the watch stopped while a file secret is recorded")
+	}
+
+	if err := r.d.Forget("web"); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(secretRefresh)
+	<-r.rounds // armed before the removal; finds nothing to watch
+	if armed() {
+		t.Fatal("a round is armed after the last stack with a file secret went")
+	}
+}

@@ -223,6 +223,7 @@ func (l *eventLog) withDropped(reqs []*appendReq) []*appendReq {
 // can empty the log without the count going back.
 func (l *eventLog) write(reqs []*appendReq) error {
 	db := l.j.db
+	l.j.compact.wrote()
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	seq, inTxn, txnBytes := l.last, 0, 0

@@ -69,6 +69,13 @@ type Options struct {
 	// small shrinks badger's memtable and value-log files, for tests that
 	// open many journals.
 	small bool
+	// nativeCompactors, when > 0, runs that many badger compactors instead
+	// of the journal's write-driven compaction: the benchmarks compare the
+	// two in the same run.
+	nativeCompactors int
+	// l0Tables, when > 0, is badger's NumLevelZeroTables (tests: a level
+	// 0 over its target after a few small memtables).
+	l0Tables int
 }
 
 // Retention bounds the event log by count and by age. Zero fields take the
@@ -147,8 +154,11 @@ type Journal struct {
 	closing chan struct{} // closed by Close: stops background loops
 	bg      sync.WaitGroup
 
+	// compaction is driven by writes (compact.go).
+	compact *compactor
+
 	stats struct {
-		gcPasses, gcRewrites, pruned atomic.Uint64
+		gcPasses, gcRewrites, pruned, compactions atomic.Uint64
 	}
 }
 
@@ -185,10 +195,14 @@ func Open(opts Options) (*Journal, error) {
 		prev:    prev,
 		closing: make(chan struct{}),
 		space:   &space{dir: opts.Dir, reserve: opts.Reserve, statfs: unix.Statfs},
+		compact: newCompactor(),
 	}
 	if opts.Reserve == 0 {
 		j.space.reserve = defaultReserve(bo.MemTableSize, bo.ValueLogFileSize)
 	}
+	// What the last process left in level 0 (and the memtables its logs
+	// replayed) is compacted at the first pass.
+	j.compact.wrote()
 	ev, err := openEventLog(j, bo.MemTableSize)
 	if err != nil {
 		_ = db.Close()
@@ -222,7 +236,10 @@ func badgerOptions(o Options) badger.Options {
 		WithMemTableSize(defaultMemTable).
 		WithNumMemtables(2).
 		WithBlockCacheSize(8 << 20).
-		WithNumCompactors(2).
+		// No compactors of badger's own: each wakes every 50ms to score
+		// the levels, 40 wake-ups a second in an idle daemon. The journal
+		// compacts on its own timer, armed by writes (compact.go).
+		WithNumCompactors(0).
 		WithValueLogFileSize(defaultValueLog).
 		// Events and intents stay in the LSM tree; large rendered
 		// definitions go to the value log, which GC reclaims.
@@ -232,6 +249,9 @@ func badgerOptions(o Options) badger.Options {
 		// is checked against its checksum.
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithVerifyValueChecksum(true)
+	if o.nativeCompactors > 0 {
+		bo = bo.WithNumCompactors(o.nativeCompactors)
+	}
 	if o.small {
 		bo = bo.WithMemTableSize(2 << 20).WithValueLogFileSize(2 << 20).WithBlockCacheSize(1 << 20).
 			// Tests damage one table among several: keep every flushed
@@ -240,6 +260,9 @@ func badgerOptions(o Options) badger.Options {
 			WithCompactL0OnClose(false).
 			WithNumLevelZeroTables(64).
 			WithNumLevelZeroTablesStall(128)
+	}
+	if o.l0Tables > 0 {
+		bo = bo.WithNumLevelZeroTables(o.l0Tables)
 	}
 	return bo
 }
@@ -278,6 +301,7 @@ type Stats struct {
 	GCPasses      uint64 // background value-log GC passes run
 	GCRewrites    uint64 // value-log files rewritten by GC
 	EventsPruned  uint64 // events removed by retention since Open
+	Compactions   uint64 // compaction passes that compacted (compact.go)
 	PreviousClose CloseState
 }
 
@@ -287,6 +311,7 @@ func (j *Journal) Stats() Stats {
 		GCPasses:      j.stats.gcPasses.Load(),
 		GCRewrites:    j.stats.gcRewrites.Load(),
 		EventsPruned:  j.stats.pruned.Load(),
+		Compactions:   j.stats.compactions.Load(),
 		PreviousClose: j.prev.State,
 	}
 }
@@ -361,6 +386,7 @@ func (j *Journal) update(fn func(txn *badger.Txn) error) error {
 	if err := j.space.check(); err != nil {
 		return err
 	}
+	j.compact.wrote()
 	return j.db.Update(fn)
 }
 

@@ -9,17 +9,25 @@ import (
 	"github.com/engenho/engenho/drivers/clock"
 )
 
-// maintain runs the background value-log GC and event retention on timers
-// from the journal's clock, until Close.
+// maintain runs the background value-log GC, event retention and
+// compaction (compact.go) on timers from the journal's clock, until Close.
 func (j *Journal) maintain() {
 	defer j.bg.Done()
 	gc := j.timer(j.opts.GCInterval)
 	ret := j.timer(j.opts.Retention.Interval)
-	defer func() { stopTimer(gc); stopTimer(ret) }()
+	var compact clock.Timer // armed only after a write
+	defer func() { stopTimer(gc); stopTimer(ret); stopTimer(compact) }()
 	for {
 		select {
 		case <-j.closing:
 			return
+		case <-j.compact.kick:
+			if compact == nil {
+				compact = j.compact.clk.NewTimer(compactDelay)
+			}
+		case <-timerC(compact):
+			compact = nil
+			j.compactPass()
 		case <-timerC(gc):
 			j.runGC()
 			gc = j.timer(j.opts.GCInterval)

@@ -105,6 +105,7 @@ func olderThan(item *badger.Item, cutMs int64) (bool, error) {
 
 // deleteKeys deletes keys in as many synced transactions as badger needs.
 func (l *eventLog) deleteKeys(keys [][]byte) error {
+	l.j.compact.wrote()
 	txn := l.j.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	for _, k := range keys {
