@@ -262,6 +262,9 @@ func (c *campaign) setup(ctx context.Context) error {
 		c.printf("chaos: no hibernating hosts: %v\n", err)
 	}
 	c.comps.hosts, c.comps.s3Hosts = c.pairOf(svcParkFS) != nil, c.pairOf(svcParkS3) != nil
+	if err := c.comps.requireHosts(c.opts.Require, c.sc.NoHosts); err != nil {
+		return fmt.Errorf("%w: %v", ErrSetup, err)
+	}
 	c.rep.Components = c.comps.list()
 	for _, comp := range c.rep.Components {
 		c.printf("chaos: component %-7s available=%-5t %s\n", comp.Name, comp.Available, comp.Note)

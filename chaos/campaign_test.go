@@ -264,3 +264,24 @@ func TestDocsListEveryKindAndItsWeights(t *testing.T) {
 		}
 	}
 }
+
+// CHS-1, ENGENHO_REQUIRE: with s3 required, a campaign whose S3 host pair
+// did not come up fails its setup instead of passing without the S3
+// faults; without the requirement (a laptop) it goes on and says why.
+func TestRequiredS3NeedsItsHostPair(t *testing.T) {
+	down := components{s3: true, hostsNote: "host pair s3: the first wake: HTTP 503"}
+	err := down.requireHosts([]string{"incus", " s3"}, false)
+	if err == nil || !strings.Contains(err.Error(), "the S3 host pair (host pair s3: the first wake: HTTP 503)") {
+		t.Fatalf("s3 required, pair down: got %v, want an error naming the pair and why", err)
+	}
+	if err := down.requireHosts([]string{"incus"}, false); err != nil {
+		t.Fatalf("s3 not required: got %v, want nil", err)
+	}
+	if err := down.requireHosts([]string{"s3"}, true); err != nil {
+		t.Fatalf("a scenario with no hosts: got %v, want nil", err)
+	}
+	up := components{s3: true, s3Hosts: true}
+	if err := up.requireHosts([]string{"s3"}, false); err != nil {
+		t.Fatalf("pair up: got %v, want nil", err)
+	}
+}

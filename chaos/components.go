@@ -177,6 +177,21 @@ func (c components) require(names []string) error {
 	return nil
 }
 
+// requireHosts fails when ENGENHO_REQUIRE names s3 but the S3 host pair
+// did not come up: a campaign that silently drops the S3 faults would pass
+// without having tried them.
+func (c components) requireHosts(names []string, noHosts bool) error {
+	if noHosts || !c.s3 || c.s3Hosts {
+		return nil
+	}
+	for _, n := range names {
+		if strings.TrimSpace(n) == "s3" {
+			return fmt.Errorf("required by ENGENHO_REQUIRE but unavailable: the S3 host pair (%s)", c.hostsNote)
+		}
+	}
+	return nil
+}
+
 // list is the report's view.
 func (c components) list() []report.Component {
 	hostsNote := "two nodes sharing the fs store run a hibernating host: host, sidecar, lease and object-store faults are drawn"

@@ -140,8 +140,11 @@ func (c *campaign) startPair(ctx context.Context, kind string) (*hostPair, error
 			return nil, fmt.Errorf("deploying the host: %w", err)
 		}
 	}
-	// The first wake is a first boot (the seed runs); it must serve.
-	n, err := c.visit(ctx, p, 0, 40*time.Second)
+	// The first wake is a first boot (the seed runs); it must serve. A 503
+	// is retried like any client honouring Retry-After would: the store
+	// may be slow to answer its first requests (MinIO answers SlowDown
+	// while busy).
+	n, err := c.visitPatiently(ctx, p, 0)
 	if err != nil {
 		return nil, fmt.Errorf("the first wake: %w", err)
 	}
