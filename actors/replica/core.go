@@ -145,6 +145,11 @@ type State struct {
 	// predates such a restart, and its answer is not to be believed.
 	restartArmed bool
 	reinspect    bool
+	// recheck: a delete of a retiring instance failed; before it is tried
+	// again the instance is inspected, since the failure may mean it runs
+	// again (an incusd restart brings back what it was running) and must
+	// be stopped first (SVC-33).
+	recheck, rechecking bool
 	// Replace is set when the slot must get a fresh instance (SVC-8, SUP-15).
 	Replace   bool
 	LastError string
@@ -297,6 +302,10 @@ func opDone(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 			s.verifying = false
 			return verified(cfg, s, e, now)
 		}
+		if s.rechecking {
+			s.rechecking = false
+			return rechecked(cfg, s, e, now)
+		}
 		if e.Err != nil {
 			return inspectFailed(cfg, s, e, now)
 		}
@@ -327,6 +336,7 @@ func opFailed(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 	s.LastError = fmt.Sprintf("%s: %v", e.Op, e.Err)
 	if e.Op != OpCreate && retiring(s) {
 		s.RetireError = s.LastError // SVC-33: the service records it
+		s.recheck = e.Op == OpDelete
 	}
 	if errors.Is(e.Err, drivers.ErrTransient) || e.Op != OpCreate {
 		s.retryAt = now.Add(cfg.Policy.TransientRetry)
@@ -809,10 +819,39 @@ func sweep(cfg *Config, now time.Time) []step.Effect {
 	return []step.Effect{step.Arm{Timer: TimerSweep, At: now.Add(cfg.Policy.Sweep), Keep: true}}
 }
 
+// rechecked takes the inspection made before a failed delete is tried
+// again: an instance that runs again is stopped first, one that is gone
+// ends the retirement, an unsafe one is refused (SVC-32, SVC-33). It is
+// never published: the instance is retiring.
+func rechecked(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
+	if errors.Is(e.Err, drivers.ErrNotFound) {
+		down(s)
+		s.Created = false
+		return nil
+	}
+	if e.Err != nil {
+		s.recheck = true
+		s.LastError = fmt.Sprintf("inspect before deleting again: %v", e.Err)
+		s.retryAt = now.Add(cfg.Policy.TransientRetry)
+		return retryLater(cfg, now)
+	}
+	if cfg.Policy.FailClosed && unsafe(e.Status.State) {
+		return refuse(cfg, s, e.Status, now, s.Refused)
+	}
+	if e.Status.State != drivers.StateStopped {
+		s.Running, s.StartedAt, s.Pid = true, e.Status.StartedAt, e.Status.Pid
+	}
+	return nil
+}
+
 // retire stops and deletes the instance, then ends the actor (SVC-16).
 func retire(cfg *Config, s *State) []step.Effect {
 	s.InRotation = false
 	switch {
+	case s.recheck && s.Created:
+		s.recheck, s.rechecking = false, true
+		s.Phase, s.Op = PhaseRetiring, OpInspect
+		return []step.Effect{DoOp{Op: OpInspect}}
 	case s.Running:
 		s.Phase, s.Op = PhaseRetiring, OpStop
 		return []step.Effect{DoOp{Op: OpStop, Grace: cfg.Policy.StopGrace}}

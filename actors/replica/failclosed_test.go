@@ -236,3 +236,37 @@ func TestSVC30to32FailClosedProperties(t *testing.T) {
 		}
 	})
 }
+
+// SVC-33: a delete that fails while retiring is not retried blind. The
+// instance is inspected first: one that runs again (incusd brings back
+// what it ran when it restarts) is stopped before the next delete, one
+// that is gone ends the retirement. Seen in a chaos run: "delete: instance
+// is running; stop it first", retried forever.
+func TestSVC33FailedDeleteRereadsTheInstance(t *testing.T) {
+	refusedDelete := drivers.Errorf("incus", "delete", "x", drivers.ErrInvalid, "instance is running; stop it first")
+	m := failClosedSim(t, false).bootFC()
+	m.do(Command{Intent: messages.IntentRetire}).wantOp(OpStop)
+	m.do(OpDone{Op: OpStop}).wantOp(OpDelete)
+	m.do(OpDone{Op: OpDelete, Err: refusedDelete}).wantOp(OpNone)
+	m.now = m.now.Add(m.cfg.Policy.TransientRetry)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: runningPid(m.now, 200)}).wantOp(OpStop)
+	if m.s.InRotation {
+		t.Fatal("a retiring instance found running was published")
+	}
+	m.do(OpDone{Op: OpStop}).wantOp(OpDelete)
+	m.do(OpDone{Op: OpDelete}).wantOp(OpNone)
+	if !m.s.Done {
+		t.Fatalf("retirement did not end: phase %s", m.s.Phase)
+	}
+
+	gone := failClosedSim(t, false).bootFC()
+	gone.do(Command{Intent: messages.IntentRetire}).do(OpDone{Op: OpStop}).wantOp(OpDelete)
+	gone.do(OpDone{Op: OpDelete, Err: refusedDelete})
+	gone.now = gone.now.Add(gone.cfg.Policy.TransientRetry)
+	gone.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
+	gone.do(OpDone{Op: OpInspect, Err: drivers.Errorf("incus", "inspect", "x", drivers.ErrNotFound, "gone")}).wantOp(OpNone)
+	if !gone.s.Done {
+		t.Fatalf("an instance gone while its delete was retried: retirement did not end (phase %s)", gone.s.Phase)
+	}
+}
