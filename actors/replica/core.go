@@ -147,8 +147,8 @@ type State struct {
 	reinspect    bool
 	// recheck: a delete of a retiring instance failed; before it is tried
 	// again the instance is inspected, since the failure may mean it runs
-	// again (an incusd restart brings back what it was running) and must
-	// be stopped first (SVC-33).
+	// again (seen when the stop raced an incusd restart) and must be
+	// stopped first (SVC-33).
 	recheck, rechecking bool
 	// Replace is set when the slot must get a fresh instance (SVC-8, SUP-15).
 	Replace   bool

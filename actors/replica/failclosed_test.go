@@ -238,8 +238,8 @@ func TestSVC30to32FailClosedProperties(t *testing.T) {
 }
 
 // SVC-33: a delete that fails while retiring is not retried blind. The
-// instance is inspected first: one that runs again (incusd brings back
-// what it ran when it restarts) is stopped before the next delete, one
+// instance is inspected first: one that runs again (a stop that raced an
+// incusd restart) is stopped before the next delete, one
 // that is gone ends the retirement. Seen in a chaos run: "delete: instance
 // is running; stop it first", retried forever.
 func TestSVC33FailedDeleteRereadsTheInstance(t *testing.T) {
