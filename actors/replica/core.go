@@ -56,6 +56,9 @@ type Policy struct {
 	Condition   string
 	MaxAttempts int // 0 = unlimited
 	Window      time.Duration
+	// Delay is restart_policy.delay: a floor under every restart wait,
+	// wait = max(Delay, the ladder's step).
+	Delay time.Duration
 	// UnhealthyThreshold is the count of consecutive unhealthy observations
 	// before a restart (SUP-14, default 2).
 	UnhealthyThreshold int
@@ -529,7 +532,7 @@ func restartAhead(cfg *Config, s *State) bool {
 	if s.HasEntry {
 		failures = s.Entry.Failures
 	}
-	return cfg.Ladder.Delay(failures+1) == 0
+	return cfg.Ladder.Delay(failures+1) == 0 && cfg.Policy.Delay <= 0
 }
 
 // restartedByDriver takes a restart the driver made at once, as this
@@ -581,6 +584,9 @@ func charge(cfg *Config, s *State, now time.Time, reason string) []step.Effect {
 	}
 	var d ladder.Decision
 	s.Entry, d = ladder.Fail(cfg.Ladder, s.Entry, now, reason, nil)
+	if floor := now.Add(cfg.Policy.Delay); d.At.Before(floor) {
+		d.At, s.Entry.NextAttempt = floor, floor // restart_policy.delay
+	}
 	s.HasEntry = true
 	s.NextAttempt = d.At
 	msg := fmt.Sprintf("%s; failure %d, next attempt %s", reason, d.Failures, d.At.UTC().Format(time.RFC3339))

@@ -781,3 +781,39 @@ func TestReplicaEventKindsSayWhatHappened(t *testing.T) {
 	m = newSim(t, true)
 	m.do(Begin{Adopt: &drivers.Status{State: drivers.StateRunning, StartedAt: t0.Add(-time.Hour)}}).noEvent(messages.KindReplicaRestarted)
 }
+
+// SUP-16, restart_policy.delay: a floor under every restart wait. Where
+// the ladder would restart at once, the replica waits the delay, and the
+// watch does not authorize the driver to restart the run at once.
+func TestSUP16RestartDelayIsAFloor(t *testing.T) {
+	control := newSim(t, false)
+	control.cfg.Policy.DriverRestarts = true
+	control.boot().wantWatch(true) // without a delay the driver restarts at once
+
+	m := newSim(t, false)
+	m.cfg.Policy.DriverRestarts = true
+	m.cfg.Policy.Delay = 3 * time.Second
+	m.boot()
+	if w, ok := m.watch(); !ok || w.Restart {
+		t.Fatalf("watch %+v (found %v): with a restart delay the driver must not restart at once", w, ok)
+	}
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantOp(OpNone).wantPhase(PhaseDown, false)
+	if at := m.timer(TimerRestart); !at.Equal(t0.Add(3 * time.Second)) {
+		t.Fatalf("restart timer at %v, want %v", at, t0.Add(3*time.Second))
+	}
+	if !m.s.Entry.NextAttempt.Equal(m.s.NextAttempt) {
+		t.Fatalf("the ledger's next attempt %v differs from the replica's %v (why shows the ledger)", m.s.Entry.NextAttempt, m.s.NextAttempt)
+	}
+	m.now = m.now.Add(3 * time.Second)
+	m.do(Tick{Name: TimerRestart}).wantOp(OpStart)
+
+	// A ladder step longer than the delay wins.
+	m = newSim(t, false)
+	m.cfg.Policy.Delay = time.Second
+	m.cfg.Ladder.Immediate = 0
+	m.boot()
+	m.do(Exited{Exit: drivers.Exit{ExitCode: 1}}).wantOp(OpNone)
+	if want := t0.Add(m.cfg.Ladder.Delay(1)); !m.timer(TimerRestart).Equal(want) {
+		t.Fatalf("restart timer at %v, want the ladder's %v", m.timer(TimerRestart), want)
+	}
+}

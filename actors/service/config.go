@@ -36,7 +36,7 @@ func replicaConfig(svc stackfile.Service, env Env) replica.Config {
 		Probe:  svc.ProbeConfig(),
 		Ladder: ladder.OfService(svc.Engenho),
 		Policy: replica.Policy{
-			Condition: rp.Condition, MaxAttempts: rp.MaxAttempts, Window: rp.Window,
+			Condition: rp.Condition, MaxAttempts: rp.MaxAttempts, Window: rp.Window, Delay: rp.Delay,
 			UnhealthyThreshold:    svc.Engenho.UnhealthyThreshold,
 			RestartsBeforeReplace: svc.Engenho.RestartsBeforeReplace,
 			StopGrace:             svc.StopGracePeriod,
