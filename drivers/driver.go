@@ -248,13 +248,17 @@ type RestartPolicy struct {
 func (e Exit) Failed() bool { return e.ExitCode != 0 || e.Signal != "" }
 
 // Describe is the run's end in words: Reason, else "killed by signal
-// SIG" or "exited with code N".
+// SIG", "exited with code N", or that the status is unknown (code -1).
 func (e Exit) Describe() string {
 	switch {
 	case e.Reason != "":
 		return e.Reason
 	case e.Signal != "":
 		return "killed by signal " + e.Signal
+	case e.ExitCode < 0:
+		// An adopted process is not the daemon's child, and the kernel
+		// gives an exit status to the parent only; incus may not keep one.
+		return "ended; its exit status is unknown (an adopted run, or one its backend does not report)"
 	}
 	return fmt.Sprintf("exited with code %d", e.ExitCode)
 }
