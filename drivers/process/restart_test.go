@@ -140,6 +140,13 @@ func TestPERF1RestartAuthorizationIsWithdrawn(t *testing.T) {
 			}
 		}
 		waitFor(t, name+" gone", func() bool { return !alive(st.Pid) })
+		// With no watch left (cancel), nothing waits for the reaper to
+		// record the end: a run reaped a moment ago may still read as
+		// running. A restart would read as running for good (sleep 3600).
+		waitFor(t, name+" recorded stopped", func() bool {
+			got, err := d.Inspect(ctxT(t), name)
+			return err == nil && got.State == drivers.StateStopped
+		})
 		staysStopped(t, d, name)
 	}
 
