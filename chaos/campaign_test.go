@@ -285,3 +285,33 @@ func TestRequiredS3NeedsItsHostPair(t *testing.T) {
 		t.Fatalf("pair up: got %v, want nil", err)
 	}
 }
+
+// REL-4, compound faults (seen in soak 424242, fault 93: driver.timeout,
+// panic.service, then daemon.kill 25ms later): a part whose effect lives in
+// the daemon's memory is not required to show when a daemon SIGKILL comes
+// after it; the parts' effects may show at different looks.
+func TestCompoundWitnessesSurviveADaemonKill(t *testing.T) {
+	parts := []schedule.Fault{{Kind: schedule.DriverTimeout}, {Kind: schedule.PanicService}, {Kind: schedule.DaemonKill}}
+	if at := lastDaemonKill(parts); at != 2 {
+		t.Fatalf("lastDaemonKill = %d, want 2", at)
+	}
+	if at := lastDaemonKill(parts[:2]); at != -1 {
+		t.Fatalf("lastDaemonKill without a kill = %d, want -1", at)
+	}
+	for _, k := range []schedule.Kind{schedule.DriverFail, schedule.DriverTimeout, schedule.DriverHang, schedule.PanicReplica, schedule.PanicService, schedule.PanicStack} {
+		if !livesInTheDaemon(k) {
+			t.Errorf("%s: its rules or restart live in the daemon", k)
+		}
+	}
+	for _, k := range []schedule.Kind{schedule.WorkloadKill, schedule.WorkloadStop, schedule.DaemonStop, schedule.DaemonKill} {
+		if livesInTheDaemon(k) {
+			t.Errorf("%s: its effect outlives the daemon", k)
+		}
+	}
+	looks := []bool{false, true, false}
+	i := 0
+	w := latched(func(observation) bool { v := looks[i]; i++; return v })
+	if w(observation{}) || !w(observation{}) || !w(observation{}) {
+		t.Fatal("a latched witness must stay satisfied once it saw the effect")
+	}
+}

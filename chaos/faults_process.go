@@ -224,7 +224,8 @@ func (c *campaign) injectCompound(ctx context.Context, f schedule.Fault, before 
 	var witnesses []func(observation) bool
 	var cleanups []func(context.Context) string
 	var done []string
-	for _, part := range f.Parts {
+	killedAt := lastDaemonKill(f.Parts)
+	for i, part := range f.Parts {
 		part = c.resolve(part)
 		sub := &injected{}
 		err := c.inject(ctx, part, before, sub)
@@ -237,13 +238,18 @@ func (c *campaign) injectCompound(ctx context.Context, f schedule.Fault, before 
 			inj.detail = strings.Join(done, "; ")
 			return fmt.Errorf("%s: %w", part.Kind, err)
 		}
-		done = append(done, fmt.Sprintf("%s %s (%s)", part.Kind, sub.target, sub.detail))
+		what := fmt.Sprintf("%s %s (%s)", part.Kind, sub.target, sub.detail)
 		inj.touched = append(inj.touched, sub.touched...)
 		inj.acks = append(inj.acks, sub.acks...)
 		inj.violations = append(inj.violations, sub.violations...)
-		if sub.witness != nil {
-			witnesses = append(witnesses, sub.witness)
+		switch {
+		case sub.witness == nil:
+		case i < killedAt && livesInTheDaemon(part.Kind):
+			what += " (its effect may die with the daemon killed after it)"
+		default:
+			witnesses = append(witnesses, latched(sub.witness))
 		}
+		done = append(done, what)
 		if sub.cleanup != nil {
 			cleanups = append(cleanups, sub.cleanup)
 		}
@@ -272,6 +278,41 @@ func (c *campaign) injectCompound(ctx context.Context, f schedule.Fault, before 
 		return strings.Join(notes, "; ")
 	}
 	return nil
+}
+
+// lastDaemonKill is the index of the last part that SIGKILLs the daemon,
+// -1 when none does.
+func lastDaemonKill(parts []schedule.Fault) int {
+	at := -1
+	for i, p := range parts {
+		if p.Kind == schedule.DaemonKill {
+			at = i
+		}
+	}
+	return at
+}
+
+// livesInTheDaemon: the kind's effect is held in the daemon's memory (the
+// driver rules it armed, an actor's restart in its tree), so a daemon
+// SIGKILLed right after may take it along before it shows: a relaunched
+// daemon has no rules and a fresh tree.
+func livesInTheDaemon(k schedule.Kind) bool {
+	switch k {
+	case schedule.DriverFail, schedule.DriverTimeout, schedule.DriverHang,
+		schedule.PanicReplica, schedule.PanicService, schedule.PanicStack:
+		return true
+	}
+	return false
+}
+
+// latched is a witness that, once it saw the effect, stays satisfied: the
+// parts of a compound show their effects at different looks.
+func latched(w func(observation) bool) func(observation) bool {
+	seen := false
+	return func(o observation) bool {
+		seen = seen || w(o)
+		return seen
+	}
 }
 
 func allSkipped(done []string) bool {
