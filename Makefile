@@ -52,7 +52,9 @@ bench: build
 	@echo "== PERF-4 daemon restart with 1,000 process replicas"
 	$(GO) test -run '^$$' -bench DaemonRestart -benchtime 1x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-5 wake latency: restore alone, then a whole wake through the edge (fs, and MinIO when ENGENHO_S3_* is set)"
-	$(GO) test -run '^$$' -bench Restore -benchtime 3x ./drivers/objstore/checkpoint/
+	$(GO) test -run '^$$' -bench 'Restore64MiB|RawGetObject' -benchtime 3x ./drivers/objstore/checkpoint/
+	@echo "== PERF-5 restore of 64 MiB from MinIO against a raw SDK GetObject, alternating pairs (target restore/raw <= 1.5x; needs ENGENHO_S3_*)"
+	$(GO) test -run '^$$' -bench PERF5RestoreVsRawMinIO -benchtime 15x ./drivers/objstore/checkpoint/
 	$(GO) test -run '^$$' -bench WakeLatency -benchtime 5x ./actors/activator/
 	@echo "== PERF-6 journal: synced intent writes and batched event appends, the journal's compaction against badger's own compactors, then the p50/p99 table"
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./runtime/journal/

@@ -264,6 +264,15 @@ func TestStoreFaults(t *testing.T) {
 	if _, err := s.Get(ctx, "p/k"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("second get reaches the store: %v", err)
 	}
+	if _, err := f.Arm(Rule{Layer: LayerStore, Op: "get", Mode: ModeFail, Kind: "transient", Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRange(ctx, "p/k", 0, 10); !errors.Is(err, objstore.ErrTransient) {
+		t.Fatalf("a ranged get is a get to the faults: %v", err)
+	}
+	if _, err := s.GetRange(ctx, "p/k", 0, 10); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("second ranged get reaches the store: %v", err)
+	}
 	if _, err := f.Arm(Rule{Layer: LayerStore, Op: "put", Mode: ModeConflict, Count: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,10 @@ type Store struct {
 	faults *Faults
 }
 
-var _ objstore.Store = (*Store)(nil)
+var (
+	_ objstore.Store       = (*Store)(nil)
+	_ objstore.RangeReader = (*Store)(nil)
+)
 
 // WrapStore returns s seen through f's faults. prefix is the key prefix
 // the daemon uses on s (objstore.prefix), so ExpireLease finds a host's
@@ -43,6 +46,19 @@ func (w *Store) Get(ctx context.Context, key string) (*objstore.Object, error) {
 		return nil, err
 	}
 	return w.inner.Get(ctx, key)
+}
+
+// GetRange is a get to the faults. The daemon's stores (fs, s3) all read
+// ranges; a wrapped store that does not is refused.
+func (w *Store) GetRange(ctx context.Context, key string, off, n int64) (*objstore.Object, error) {
+	if err := w.hit(ctx, "get", key, false); err != nil {
+		return nil, err
+	}
+	rr, ok := w.inner.(objstore.RangeReader)
+	if !ok {
+		return nil, objstore.Errorf("chaos", "get", key, objstore.ErrInvalid, "the wrapped store (%T) does not read ranges", w.inner)
+	}
+	return rr.GetRange(ctx, key, off, n)
 }
 
 func (w *Store) Put(ctx context.Context, key string, body io.Reader, cond objstore.Cond) (string, error) {

@@ -2,6 +2,7 @@ package objstore_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -98,3 +99,32 @@ func TestPrefixed(t *testing.T) {
 	}
 	obj.Body.Close()
 }
+
+// PERF-5: a prefixed view reads ranges exactly when its store does.
+func TestPrefixedRanges(t *testing.T) {
+	ctx := context.Background()
+	base := fake.New(fake.Options{})
+	view := objstore.Prefixed(base, "tenant/one")
+	if _, err := view.Put(ctx, "blob", strings.NewReader("0123456789"), objstore.CreateOnly()); err != nil {
+		t.Fatal(err)
+	}
+	rr, ok := view.(objstore.RangeReader)
+	if !ok {
+		t.Fatal("a view of a store that reads ranges does not")
+	}
+	obj, err := rr.GetRange(ctx, "blob", 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if err != nil || string(data) != "3456" || obj.Key != "blob" || obj.Size != 10 {
+		t.Fatalf("view range: %q %+v %v", data, obj.Info, err)
+	}
+	if _, ok := objstore.Prefixed(plainStore{base}, "p").(objstore.RangeReader); ok {
+		t.Fatal("a view of a store without ranges claims to read them")
+	}
+}
+
+// plainStore hides every method beyond objstore.Store.
+type plainStore struct{ objstore.Store }

@@ -10,8 +10,13 @@ import (
 // valid key, without a trailing '/'). Keys passed in and returned are
 // relative to it. Tests use it to share one bucket; a daemon may use it for
 // its configured prefix.
+// The view reads ranges when s does.
 func Prefixed(s Store, prefix string) Store {
-	return prefixed{s: s, p: strings.Trim(prefix, "/") + "/"}
+	v := prefixed{s: s, p: strings.Trim(prefix, "/") + "/"}
+	if rr, ok := s.(RangeReader); ok {
+		return prefixedRanges{v, rr}
+	}
+	return v
 }
 
 type prefixed struct {
@@ -42,4 +47,19 @@ func (v prefixed) List(ctx context.Context, prefix string) ([]Info, error) {
 		infos[i].Key = strings.TrimPrefix(infos[i].Key, v.p)
 	}
 	return infos, err
+}
+
+// prefixedRanges is the view of a store that reads ranges.
+type prefixedRanges struct {
+	prefixed
+	rr RangeReader
+}
+
+func (v prefixedRanges) GetRange(ctx context.Context, key string, off, n int64) (*Object, error) {
+	obj, err := v.rr.GetRange(ctx, v.p+key, off, n)
+	if err != nil {
+		return nil, err
+	}
+	obj.Key = key
+	return obj, nil
 }

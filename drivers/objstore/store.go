@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -47,6 +48,32 @@ type Store interface {
 	// that is also the "directory" of other keys ("a/b" and "a/b/c"): fs
 	// and S3 allow it, but MinIO's listing then hides the children.
 	List(ctx context.Context, prefix string) ([]Info, error)
+}
+
+// RangeReader is a Store that reads part of an object (an HTTP Range
+// request on S3). It is optional: find it with a type assertion. Large
+// downloads use it to fetch one object in parallel pieces (PERF-5).
+type RangeReader interface {
+	// GetRange opens at most n bytes of key's object from byte off: the
+	// body holds exactly min(n, Size-off) bytes, none when off is at or
+	// past the end or n is 0. Info describes the whole object (Size is
+	// its full size). A missing key is ErrNotFound; a negative off or n
+	// is ErrInvalid. The caller closes Body.
+	GetRange(ctx context.Context, key string, off, n int64) (*Object, error)
+}
+
+// RangeLen is how many bytes a range of n from off holds in an object of
+// size bytes.
+func RangeLen(size, off, n int64) int64 {
+	return max(0, min(n, size-off))
+}
+
+// CheckRange validates GetRange's arguments.
+func CheckRange(off, n int64) error {
+	if off < 0 || n < 0 {
+		return fmt.Errorf("range of %d bytes from %d: want both >= 0", n, off)
+	}
+	return nil
 }
 
 // Object is an open object.

@@ -59,6 +59,10 @@ type Config struct {
 	OrphanAge time.Duration
 	// NoSync skips fsync on restore (tests only).
 	NoSync bool
+
+	// fetch tunes a restore's download; zero is the default (benchmarks
+	// and tests set it through export_test.go).
+	fetch fetchTuning
 }
 
 // Checkpointer saves and restores data directories. Safe for concurrent

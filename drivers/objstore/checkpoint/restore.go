@@ -4,7 +4,6 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -114,20 +113,31 @@ func syncFS(dir string) error {
 }
 
 // fetchInto streams the archive into dir, then checks what it read
-// against the entry. Anything wrong is ErrCorrupt.
+// against the entry. A mismatch is ErrCorrupt; a download that failed is
+// its own error, whatever the extraction made of the bytes it got.
 func (c *Checkpointer) fetchInto(ctx context.Context, e Entry, dir string) (int, error) {
-	obj, err := c.cfg.Store.Get(ctx, e.Key)
-	if err != nil {
+	f := c.newFetcher(ctx, []target{{key: e.Key, size: e.Size, sha256: e.SHA256, name: "archive"}})
+	r := f.reader(0)
+	files, err := c.extract(ctx, e, r, dir)
+	if err != nil && ctx.Err() == nil {
+		// Read to the end so the checksum can say whether the archive
+		// or the disk was at fault.
+		drain(r)
+	}
+	if err := f.finish(err); err != nil {
 		return 0, err
 	}
-	// Read one byte past the declared size, so a longer object shows.
-	ra := newReadAhead(obj.Body, e.Size+1, sha256.New())
-	defer ra.Close()
-	var stream io.Reader = ra
+	return files, nil
+}
+
+// extract unpacks the archive from r, then reads what follows the tar
+// end (padding, the gzip trailer) so the whole archive is hashed.
+func (c *Checkpointer) extract(ctx context.Context, e Entry, r io.Reader, dir string) (int, error) {
+	stream := r
 	if e.Format == TarGz {
-		zr, err := gzip.NewReader(ra)
+		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return 0, c.corruptOr(e, ra, fmt.Errorf("%w: %w", ErrCorrupt, err))
+			return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		defer zr.Close()
 		stream = zr
@@ -140,30 +150,13 @@ func (c *Checkpointer) fetchInto(ctx context.Context, e Entry, dir string) (int,
 		if errors.Is(err, errBadArchive) {
 			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		return 0, c.corruptOr(e, ra, err)
-	}
-	// Trailing bytes after the tar end (padding, gzip trailer) count too.
-	if err := ra.drain(); err != nil {
 		return 0, err
 	}
-	n, h := ra.total()
-	if err := checkSum(e, n, h); err != nil {
-		return 0, err
-	}
-	return files, nil
+	return files, drain(r)
 }
 
-// corruptOr lets the checksum decide what a failed extraction was: a
-// mismatch is ErrCorrupt whatever the extraction said; a matching archive
-// means the failure was local (disk full...) and err stands.
-func (c *Checkpointer) corruptOr(e Entry, ra *readAhead, err error) error {
-	if ra.drain() != nil {
-		return err
-	}
-	n, h := ra.total()
-	if sumErr := checkSum(e, n, h); sumErr != nil {
-		return sumErr
-	}
+func drain(r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
 	return err
 }
 

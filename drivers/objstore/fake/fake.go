@@ -20,12 +20,13 @@ const storeName = "fake"
 // Op names an operation for fault hooks.
 type Op string
 
-// The operations.
+// The operations. GetRange is faulted and counted apart from Get.
 const (
-	OpGet    Op = "get"
-	OpPut    Op = "put"
-	OpDelete Op = "delete"
-	OpList   Op = "list"
+	OpGet      Op = "get"
+	OpGetRange Op = "getrange"
+	OpPut      Op = "put"
+	OpDelete   Op = "delete"
+	OpList     Op = "list"
 )
 
 // Options configure New. The zero value is fine.
@@ -67,7 +68,10 @@ type fault struct {
 	cutKind  error
 }
 
-var _ objstore.Store = (*Store)(nil)
+var (
+	_ objstore.Store       = (*Store)(nil)
+	_ objstore.RangeReader = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New(opts Options) *Store {
@@ -251,6 +255,32 @@ func (s *Store) Get(ctx context.Context, key string) (*objstore.Object, error) {
 	return &objstore.Object{
 		Body: io.NopCloser(bytes.NewReader(o.data)),
 		Info: objstore.Info{Key: key, ETag: o.etag, Size: int64(len(o.data)), Modified: o.modified},
+	}, nil
+}
+
+// GetRange returns a copy of at most n bytes of key's object from off.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) (*objstore.Object, error) {
+	if err := objstore.ValidKey(key); err != nil {
+		return nil, objstore.Wrap(storeName, "getrange", key, objstore.ErrInvalid, err)
+	}
+	if err := objstore.CheckRange(off, n); err != nil {
+		return nil, objstore.Wrap(storeName, "getrange", key, objstore.ErrInvalid, err)
+	}
+	if _, _, err := s.enter(ctx, OpGetRange, key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	o, ok := s.objects[key]
+	s.mu.Unlock()
+	if !ok {
+		return nil, objstore.Errorf(storeName, "getrange", key, objstore.ErrNotFound, "")
+	}
+	size := int64(len(o.data))
+	start := min(off, size)
+	part := o.data[start : start+objstore.RangeLen(size, off, n)]
+	return &objstore.Object{
+		Body: io.NopCloser(bytes.NewReader(part)),
+		Info: objstore.Info{Key: key, ETag: o.etag, Size: size, Modified: o.modified},
 	}, nil
 }
 

@@ -55,7 +55,10 @@ type Store struct {
 	lock *os.File
 }
 
-var _ objstore.Store = (*Store)(nil)
+var (
+	_ objstore.Store       = (*Store)(nil)
+	_ objstore.RangeReader = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
@@ -154,6 +157,20 @@ func (s *Store) Get(ctx context.Context, key string) (*objstore.Object, error) {
 	}
 	body := &objectBody{Reader: io.NewSectionReader(f, int64(headerLen), size), f: f}
 	return &objstore.Object{Body: body, Info: objstore.Info{Key: key, ETag: etag, Size: size, Modified: mod}}, nil
+}
+
+// GetRange opens at most n bytes of key's object from byte off.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) (*objstore.Object, error) {
+	if err := objstore.CheckRange(off, n); err != nil {
+		return nil, objstore.Wrap(storeName, "get", key, objstore.ErrInvalid, err)
+	}
+	obj, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	body := obj.Body.(*objectBody)
+	body.Reader = io.NewSectionReader(body.f, int64(headerLen)+min(off, obj.Size), objstore.RangeLen(obj.Size, off, n))
+	return obj, nil
 }
 
 type objectBody struct {

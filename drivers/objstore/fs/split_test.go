@@ -40,3 +40,7 @@ func (s split) Delete(ctx context.Context, key string, cond objstore.Cond) error
 func (s split) List(ctx context.Context, prefix string) ([]objstore.Info, error) {
 	return s.pick().List(ctx, prefix)
 }
+
+func (s split) GetRange(ctx context.Context, key string, off, n int64) (*objstore.Object, error) {
+	return s.pick().(objstore.RangeReader).GetRange(ctx, key, off, n)
+}

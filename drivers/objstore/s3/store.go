@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,7 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/engenho/engenho/drivers/objstore"
 )
@@ -35,7 +39,10 @@ type Store struct {
 	transport *http.Transport
 }
 
-var _ objstore.Store = (*Store)(nil)
+var (
+	_ objstore.Store       = (*Store)(nil)
+	_ objstore.RangeReader = (*Store)(nil)
+)
 
 // New builds a store from cfg. It makes no request.
 func New(ctx context.Context, cfg Config) (*Store, error) {
@@ -145,6 +152,94 @@ func (s *Store) Get(ctx context.Context, key string) (*objstore.Object, error) {
 			Modified: aws.ToTime(out.LastModified),
 		},
 	}, nil
+}
+
+// GetRange opens at most n bytes of key's object from off with an HTTP
+// Range request. The whole object's size comes from the Content-Range
+// answer; a range past the end (416) and n = 0 are answered from a
+// HeadObject with an empty body. Reading fails as Get's body does.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) (*objstore.Object, error) {
+	if err := objstore.ValidKey(key); err != nil {
+		return nil, objstore.Wrap(storeName, "get", key, objstore.ErrInvalid, err)
+	}
+	if err := objstore.CheckRange(off, n); err != nil {
+		return nil, objstore.Wrap(storeName, "get", key, objstore.ErrInvalid, err)
+	}
+	if n == 0 {
+		return s.emptyRange(ctx, key, off, nil)
+	}
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+n-1)
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.cfg.Bucket, Key: &key, Range: &rng})
+	if err != nil {
+		err = classify(ctx, "get", key, err)
+		if unsatisfiable(err) {
+			return s.emptyRange(ctx, key, off, err)
+		}
+		return nil, err
+	}
+	info := objstore.Info{Key: key, ETag: aws.ToString(out.ETag), Modified: aws.ToTime(out.LastModified)}
+	length := aws.ToInt64(out.ContentLength)
+	body := &checkedBody{rc: out.Body, key: key, size: length}
+	if out.ContentRange == nil {
+		// The server ignored the range and sent the whole object.
+		info.Size = length
+		if _, err := io.CopyN(io.Discard, body, min(off, length)); err != nil {
+			body.Close()
+			return nil, err
+		}
+		return &objstore.Object{Body: limitedBody{io.LimitReader(body, objstore.RangeLen(length, off, n)), body}, Info: info}, nil
+	}
+	total, err := rangeTotal(aws.ToString(out.ContentRange))
+	if err != nil {
+		body.Close()
+		return nil, objstore.Wrap(storeName, "get", key, objstore.ErrInvalid, err)
+	}
+	info.Size = total
+	return &objstore.Object{Body: body, Info: info}, nil
+}
+
+// emptyRange answers a range that holds no bytes: the object's info from
+// a HeadObject, and an empty body. cause is the 416 that led here, if any.
+func (s *Store) emptyRange(ctx context.Context, key string, off int64, cause error) (*objstore.Object, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.cfg.Bucket, Key: &key})
+	if err != nil {
+		return nil, classify(ctx, "get", key, err)
+	}
+	size := aws.ToInt64(out.ContentLength)
+	if cause != nil && off < size {
+		// A 416 for a range that does hold bytes is not ours to hide.
+		return nil, cause
+	}
+	return &objstore.Object{
+		Body: io.NopCloser(strings.NewReader("")),
+		Info: objstore.Info{Key: key, ETag: aws.ToString(out.ETag), Size: size, Modified: aws.ToTime(out.LastModified)},
+	}, nil
+}
+
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// unsatisfiable reports a 416 Range Not Satisfiable answer.
+func unsatisfiable(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "InvalidRange" {
+		return true
+	}
+	var resp *smithyhttp.ResponseError
+	return errors.As(err, &resp) && resp.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
+}
+
+// rangeTotal reads the object's full size from a Content-Range header
+// ("bytes FIRST-LAST/TOTAL").
+func rangeTotal(header string) (int64, error) {
+	_, total, ok := strings.Cut(header, "/")
+	size, err := strconv.ParseInt(total, 10, 64)
+	if !ok || err != nil || size < 0 {
+		return 0, fmt.Errorf("Content-Range %q has no object size", header)
+	}
+	return size, nil
 }
 
 // Put stores body under key when cond holds: one PutObject up to PartSize,

@@ -37,7 +37,7 @@ type Caps struct {
 // subtest.
 type NewStore func(t *testing.T) objstore.Store
 
-// Run runs the suite.
+// Run runs the suite. Every store must also be an objstore.RangeReader.
 func Run(t *testing.T, newStore NewStore, caps Caps) {
 	if caps.LargeSize == 0 {
 		caps.LargeSize = 12 << 20
@@ -65,6 +65,10 @@ func Run(t *testing.T, newStore NewStore, caps Caps) {
 		{"ConcurrentCreateOnly", testConcurrentCreate},
 		{"ConcurrentIfMatch", testConcurrentIfMatch},
 		{"Cancelled", testCancelled},
+		{"Range", testRange},
+		{"RangeEdges", testRangeEdges},
+		{"RangeErrors", testRangeErrors},
+		{"LargeRange", testLargeRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t), caps) })
@@ -478,5 +482,122 @@ func wantCancelled(t *testing.T, err error, what string) {
 	t.Helper()
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, objstore.ErrTransient) {
 		t.Fatalf("%s with a cancelled context: %v, want transient wrapping context.Canceled", what, err)
+	}
+}
+
+func ranges(t *testing.T, s objstore.Store) objstore.RangeReader {
+	t.Helper()
+	rr, ok := s.(objstore.RangeReader)
+	if !ok {
+		t.Fatalf("%T is not an objstore.RangeReader", s)
+	}
+	return rr
+}
+
+// getRange reads a range and checks the Info describes the whole object.
+func getRange(t *testing.T, rr objstore.RangeReader, key string, off, n, size int64) []byte {
+	t.Helper()
+	obj, err := rr.GetRange(ctx, key, off, n)
+	if err != nil {
+		t.Fatalf("range %d+%d of %s: %v", off, n, key, err)
+	}
+	defer obj.Body.Close()
+	data, err := io.ReadAll(obj.Body)
+	if err != nil {
+		t.Fatalf("range %d+%d of %s: reading: %v", off, n, key, err)
+	}
+	if obj.Size != size || obj.Key != key {
+		t.Fatalf("range %d+%d of %s: Info %+v, want the whole object's size %d", off, n, key, obj.Info, size)
+	}
+	return data
+}
+
+// PERF-5: ranges at the start, in the middle and at the end of an object
+// read exactly those bytes, with the object's ETag and full size.
+func testRange(t *testing.T, s objstore.Store, _ Caps) {
+	rr := ranges(t, s)
+	data := randomBytes(1000, 4)
+	etag, err := s.Put(ctx, "r/obj", bytes.NewReader(data), objstore.Always)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ off, n int64 }{{0, 100}, {300, 200}, {900, 100}, {0, 1000}, {999, 1}} {
+		got := getRange(t, rr, "r/obj", r.off, r.n, 1000)
+		if !bytes.Equal(got, data[r.off:r.off+r.n]) {
+			t.Fatalf("range %d+%d: wrong bytes (%d read)", r.off, r.n, len(got))
+		}
+	}
+	obj, err := rr.GetRange(ctx, "r/obj", 10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.Body.Close()
+	if obj.ETag != etag {
+		t.Fatalf("range ETag %q, put returned %q", obj.ETag, etag)
+	}
+}
+
+// PERF-5: a range running past the end is cut there; one starting at or
+// past the end, and a zero-length one, hold no bytes; an empty object
+// has no bytes anywhere.
+func testRangeEdges(t *testing.T, s objstore.Store, _ Caps) {
+	rr := ranges(t, s)
+	data := randomBytes(1000, 5)
+	if _, err := s.Put(ctx, "r/obj", bytes.NewReader(data), objstore.Always); err != nil {
+		t.Fatal(err)
+	}
+	if got := getRange(t, rr, "r/obj", 950, 100, 1000); !bytes.Equal(got, data[950:]) {
+		t.Fatalf("range past the end: %d bytes, want the last 50", len(got))
+	}
+	for _, r := range []struct{ off, n int64 }{{1000, 10}, {5000, 10}, {10, 0}, {0, 0}, {1000, 0}} {
+		if got := getRange(t, rr, "r/obj", r.off, r.n, 1000); len(got) != 0 {
+			t.Fatalf("range %d+%d: %d bytes, want none", r.off, r.n, len(got))
+		}
+	}
+	put(t, s, "r/empty", "", objstore.Always)
+	for _, r := range []struct{ off, n int64 }{{0, 10}, {0, 0}, {5, 5}} {
+		if got := getRange(t, rr, "r/empty", r.off, r.n, 0); len(got) != 0 {
+			t.Fatalf("range %d+%d of an empty object: %d bytes", r.off, r.n, len(got))
+		}
+	}
+}
+
+// PERF-5: a missing key is ErrNotFound whatever the range; a negative
+// offset or length and a bad key are ErrInvalid; a cancelled context is
+// a transient error wrapping context.Canceled.
+func testRangeErrors(t *testing.T, s objstore.Store, _ Caps) {
+	rr := ranges(t, s)
+	_, err := rr.GetRange(ctx, "r/missing", 0, 10)
+	wantKind(t, err, objstore.ErrNotFound, "range of a missing key")
+	_, err = rr.GetRange(ctx, "r/missing", 0, 0)
+	wantKind(t, err, objstore.ErrNotFound, "zero-length range of a missing key")
+	put(t, s, "r/obj", "0123456789", objstore.Always)
+	_, err = rr.GetRange(ctx, "r/obj", -1, 5)
+	wantKind(t, err, objstore.ErrInvalid, "negative offset")
+	_, err = rr.GetRange(ctx, "r/obj", 0, -5)
+	wantKind(t, err, objstore.ErrInvalid, "negative length")
+	_, err = rr.GetRange(ctx, "/bad//key", 0, 5)
+	wantKind(t, err, objstore.ErrInvalid, "bad key")
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = rr.GetRange(cctx, "r/obj", 0, 5)
+	wantCancelled(t, err, "range")
+}
+
+// PERF-5: ranges of a large (multipart) object, one across the middle
+// where a part boundary may fall, read the right bytes.
+func testLargeRange(t *testing.T, s objstore.Store, caps Caps) {
+	rr := ranges(t, s)
+	data := randomBytes(caps.LargeSize+777, 6)
+	if _, err := s.Put(ctx, "big/ranged", bytes.NewReader(data), objstore.Always); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(data))
+	half := size / 2
+	for _, r := range []struct{ off, n int64 }{{0, 1 << 20}, {half - 100_000, 300_000}, {size - 1000, 4000}} {
+		got := getRange(t, rr, "big/ranged", r.off, r.n, size)
+		if want := data[r.off:min(r.off+r.n, size)]; !bytes.Equal(got, want) {
+			t.Fatalf("large range %d+%d: %d bytes read, want %d, or wrong bytes", r.off, r.n, len(got), len(want))
+		}
 	}
 }

@@ -1,0 +1,423 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/engenho/engenho/drivers/objstore"
+)
+
+// A restore's download (PERF-5). A restore reads a list of objects whole
+// and in order: a tar archive, or a cas checkpoint's blobs. The fetcher
+// cuts them into pieces of at most a chunk: an object larger than a chunk
+// is fetched as ranged GETs, several in flight, so a large download is not
+// one request's stream; small objects take one GET each, several in flight
+// too. The first pieces of a large object are small (1 MiB, then doubling
+// up to a chunk) so its first bytes come soon. Every piece, in order, goes
+// both to the consumer (the extraction) and to a hashing goroutine, which
+// checks each object's size and sha256; a piece's buffer is free once both
+// are done with it. Download, extraction and hashing overlap, and memory
+// stays under a budget of bytes fetched and not yet both written and
+// hashed.
+
+// fetchTuning sets the fetcher's sizes; docs/objstore.md has the
+// measurements behind the defaults.
+type fetchTuning struct {
+	chunk    int64 // bytes per ranged GET
+	parallel int   // GETs in flight
+	ahead    int64 // bytes fetched and not yet both extracted and hashed, at most
+}
+
+// firstPiece is the size of a large object's first piece; later pieces
+// double up to a chunk.
+const firstPiece = 1 << 20
+
+var defaultFetch = fetchTuning{chunk: 8 << 20, parallel: 4, ahead: 48 << 20}
+
+func (t fetchTuning) orDefault() fetchTuning {
+	if t.chunk <= 0 || t.parallel <= 0 || t.ahead < 2*t.chunk {
+		return defaultFetch
+	}
+	return t
+}
+
+// target is one object a restore reads whole.
+type target struct {
+	key    string
+	size   int64
+	sha256 string
+	name   string // what it is, for errors: "archive" or a file's path
+}
+
+// piece is up to a chunk of one target, fetched by one GET.
+type piece struct {
+	t      int // index of its target
+	off, n int64
+	last   bool // the target's last piece
+	buf    []byte
+	err    error
+	done   chan struct{} // closed once buf or err is set
+	refs   atomic.Int32  // the consumer and the hasher, until each is done
+}
+
+type fetcher struct {
+	store   objstore.Store
+	ranges  objstore.RangeReader // nil: a store without ranges (see readSeq)
+	seq     *objstore.Object     // readSeq's open GET
+	targets []target
+	tune    fetchTuning
+
+	ctx        context.Context
+	cancel     context.CancelFunc
+	order      chan *piece   // dispatched pieces, in order
+	slots      chan struct{} // a token per GET in flight
+	budget     budget
+	hashQ      chan *piece   // dispatched pieces, in order, for the hasher
+	dispatched chan struct{} // closed when dispatch returns
+	hashed     chan struct{} // closed when hash returns
+	fetches    sync.WaitGroup
+
+	// The consumer's side.
+	cur     *piece
+	pos     int
+	readErr error // the first download error the consumer met
+
+	// Written by hash before it closes hashed.
+	hashErr  error
+	verified int // targets whose size and sha256 matched
+}
+
+// newFetcher starts downloading targets. The caller reads them in order,
+// each to its end (reader), then calls finish.
+func (c *Checkpointer) newFetcher(ctx context.Context, targets []target) *fetcher {
+	tune := c.cfg.fetch.orDefault()
+	f := &fetcher{
+		store: c.cfg.Store, targets: targets, tune: tune,
+		order: make(chan *piece, 256), slots: make(chan struct{}, tune.parallel),
+		budget: budget{left: tune.ahead, more: make(chan struct{}, 1)},
+		hashQ:  make(chan *piece, 256), dispatched: make(chan struct{}), hashed: make(chan struct{}),
+	}
+	f.ranges, _ = c.cfg.Store.(objstore.RangeReader)
+	f.ctx, f.cancel = context.WithCancel(ctx)
+	if f.ranges == nil {
+		// One GET streamed in order (see readSeq).
+		f.tune.parallel = 1
+		f.slots = make(chan struct{}, 1)
+	}
+	for _, t := range targets {
+		// An empty object has nothing to fetch; its hash must still be
+		// the empty one.
+		if t.size > 0 || f.hashErr != nil {
+			continue
+		}
+		if err := checkSum(Entry{Key: t.key, SHA256: t.sha256}, 0, sha256.New()); err != nil {
+			f.hashErr = fmt.Errorf("%s: %w", t.name, err)
+			f.cancel()
+		}
+	}
+	go f.dispatch()
+	go f.hash()
+	return f
+}
+
+// dispatch starts a fetch per piece, in order, within the budget and the
+// GETs allowed in flight, and queues the pieces for the hasher and the
+// consumer. It closes both queues when it returns.
+func (f *fetcher) dispatch() {
+	defer close(f.dispatched)
+	defer close(f.order)
+	defer close(f.hashQ)
+	for i, t := range f.targets {
+		n := min(t.size, f.tune.chunk)
+		if t.size > f.tune.chunk {
+			n = min(firstPiece, f.tune.chunk)
+		}
+		for off := int64(0); off < t.size; off, n = off+n, min(2*n, f.tune.chunk, t.size-off-n) {
+			if f.budget.take(f.ctx, n) != nil {
+				return
+			}
+			select {
+			case f.slots <- struct{}{}:
+			case <-f.ctx.Done():
+				return
+			}
+			p := &piece{t: i, off: off, n: n, last: off+n == t.size, done: make(chan struct{})}
+			p.refs.Store(2)
+			f.fetches.Add(1)
+			go f.fetch(p)
+			// The hasher first: a piece the consumer has is always the
+			// hasher's too, even if the fetcher is stopped right after.
+			for _, q := range []chan *piece{f.hashQ, f.order} {
+				select {
+				case q <- p:
+				case <-f.ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+func (f *fetcher) fetch(p *piece) {
+	defer f.fetches.Done()
+	defer close(p.done)
+	defer func() { <-f.slots }()
+	t := f.targets[p.t]
+	p.buf = getBuf(p.n, f.tune.chunk)
+	read := f.read
+	if f.ranges == nil {
+		read = f.readSeq
+	}
+	if err := read(t, p); err != nil {
+		p.err = fmt.Errorf("fetching %s (object %s, bytes %d-%d): %w", t.name, t.key, p.off, p.off+p.n-1, err)
+	}
+}
+
+// read fills p.buf with exactly p.n bytes of the target from p.off. An
+// object of another size than expected is ErrCorrupt; a range the store
+// cuts short is a transient error, never a short piece.
+func (f *fetcher) read(t target, p *piece) error {
+	obj, err := f.ranges.GetRange(f.ctx, t.key, p.off, p.n)
+	if err != nil {
+		return err
+	}
+	defer obj.Body.Close()
+	return fill(obj, t, p)
+}
+
+// fill reads p's bytes from obj's body, which is at p.off.
+func fill(obj *objstore.Object, t target, p *piece) error {
+	if obj.Size != t.size {
+		return fmt.Errorf("%w: the object is %d bytes, want %d", ErrCorrupt, obj.Size, t.size)
+	}
+	got, err := io.ReadFull(obj.Body, p.buf)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: the store sent %d of %d bytes: %w", objstore.ErrTransient, got, p.n, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// readSeq is read for a store without ranges (none in this tree; a
+// test's wrapper, say): one whole GET per target, its pieces read from
+// the same body in order. newFetcher allows one fetch in flight for such
+// a store, so the pieces come here one after the other.
+func (f *fetcher) readSeq(t target, p *piece) error {
+	if p.off == 0 {
+		f.closeSeq()
+		obj, err := f.store.Get(f.ctx, t.key)
+		if err != nil {
+			return err
+		}
+		f.seq = obj
+	}
+	if f.seq == nil {
+		return errors.New("an earlier piece of the object failed")
+	}
+	err := fill(f.seq, t, p)
+	if err != nil || p.last {
+		f.closeSeq()
+	}
+	return err
+}
+
+func (f *fetcher) closeSeq() {
+	if f.seq != nil {
+		f.seq.Body.Close()
+		f.seq = nil
+	}
+}
+
+// hash checks each target's size and sha256 as its pieces arrive. The
+// first mismatch stops the downloads.
+func (f *fetcher) hash() {
+	defer close(f.hashed)
+	var h hash.Hash
+	var n int64
+	broken := false // a piece of this target failed to download
+	for p := range f.hashQ {
+		<-p.done
+		if p.off == 0 {
+			h, n, broken = sha256.New(), 0, false
+		}
+		broken = broken || p.err != nil
+		if !broken && f.hashErr == nil {
+			h.Write(p.buf)
+			n += int64(len(p.buf))
+			if p.last {
+				t := f.targets[p.t]
+				if err := checkSum(Entry{Key: t.key, SHA256: t.sha256, Size: t.size}, n, h); err != nil {
+					f.hashErr = fmt.Errorf("%s: %w", t.name, err)
+					f.cancel()
+				} else {
+					f.verified++
+				}
+			}
+		}
+		f.unref(p)
+	}
+}
+
+// unref drops one holder of p; the last gives its bytes back.
+func (f *fetcher) unref(p *piece) {
+	if p.refs.Add(-1) == 0 {
+		putBuf(p.buf, f.tune.chunk)
+		f.budget.give(p.n)
+	}
+}
+
+// reader returns target i's bytes. Read the targets in order, each to
+// io.EOF; a download error ends the read with that error.
+func (f *fetcher) reader(i int) io.Reader { return &targetReader{f: f, t: i} }
+
+type targetReader struct {
+	f   *fetcher
+	t   int
+	eof bool
+}
+
+func (r *targetReader) Read(b []byte) (int, error) {
+	f := r.f
+	for f.cur == nil || f.pos == len(f.cur.buf) {
+		if f.cur != nil {
+			done := f.cur.t == r.t && f.cur.last
+			f.release()
+			r.eof = r.eof || done
+		}
+		if r.eof || f.targets[r.t].size == 0 {
+			return 0, io.EOF
+		}
+		if err := f.next(); err != nil {
+			return 0, err
+		}
+	}
+	if f.cur.t != r.t {
+		// A bug in the caller: the targets are read in order, each to
+		// its end.
+		return 0, fmt.Errorf("checkpoint restore: read %s while %s was due", f.targets[r.t].name, f.targets[f.cur.t].name)
+	}
+	n := copy(b, f.cur.buf[f.pos:])
+	f.pos += n
+	return n, nil
+}
+
+// next waits for the next piece in order.
+func (f *fetcher) next() error {
+	if f.readErr != nil {
+		return f.readErr
+	}
+	p, ok := <-f.order
+	if !ok {
+		if f.readErr = f.ctx.Err(); f.readErr == nil {
+			f.readErr = errors.New("checkpoint restore: read past the last piece")
+		}
+		return f.readErr
+	}
+	<-p.done
+	if p.err != nil {
+		f.readErr = p.err
+		return p.err
+	}
+	f.cur, f.pos = p, 0
+	return nil
+}
+
+// release is the consumer done with the current piece.
+func (f *fetcher) release() {
+	f.unref(f.cur)
+	f.cur = nil
+}
+
+// finish stops the downloads, waits for every goroutine, and gives the
+// verdict on a restore whose extraction returned err: a size or checksum
+// mismatch (ErrCorrupt) first, whatever the extraction said; then the
+// first download error the extraction met; then err itself (a local
+// fault: the bytes it got were sound). nil means every target was read
+// and matched.
+func (f *fetcher) finish(err error) error {
+	f.cancel()
+	<-f.dispatched
+	f.fetches.Wait()
+	f.closeSeq()
+	<-f.hashed
+	switch {
+	case f.hashErr != nil:
+		return f.hashErr
+	case f.readErr != nil:
+		return f.readErr
+	case err != nil:
+		return err
+	}
+	want := 0
+	for _, t := range f.targets {
+		if t.size > 0 {
+			want++
+		}
+	}
+	if f.verified != want {
+		return fmt.Errorf("checkpoint restore: %d of %d objects read to the end", f.verified, want)
+	}
+	return nil
+}
+
+// budget is a count of bytes one goroutine takes and others give back.
+type budget struct {
+	mu   sync.Mutex
+	left int64
+	more chan struct{} // signalled on give
+}
+
+func (b *budget) take(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.left >= n {
+			b.left -= n
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.more:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+	select {
+	case b.more <- struct{}{}:
+	default:
+	}
+}
+
+// Buffers of a whole chunk are reused across pieces and restores; small
+// pieces (small blobs) get buffers of their own size.
+var chunkBufs sync.Pool
+
+const pooledMin = 1 << 20
+
+func getBuf(n, chunk int64) []byte {
+	if n < pooledMin {
+		return make([]byte, n)
+	}
+	if b, ok := chunkBufs.Get().(*[]byte); ok && int64(cap(*b)) >= n {
+		return (*b)[:n]
+	}
+	return make([]byte, n, max(n, chunk))
+}
+
+func putBuf(b []byte, chunk int64) {
+	if int64(cap(b)) >= max(chunk, pooledMin) {
+		b = b[:cap(b)]
+		chunkBufs.Put(&b)
+	}
+}
