@@ -20,6 +20,7 @@ import (
 	"github.com/engenho/engenho/chaos/schedule"
 	"github.com/engenho/engenho/configs/daemonconfig"
 	"github.com/engenho/engenho/drivers/drivertest"
+	"github.com/engenho/engenho/messages"
 )
 
 func campaignOpts(t *testing.T, scenario string, seed uint64, faults int) (Options, *bytes.Buffer) {
@@ -313,5 +314,34 @@ func TestCompoundWitnessesSurviveADaemonKill(t *testing.T) {
 	w := latched(func(observation) bool { v := looks[i]; i++; return v })
 	if w(observation{}) || !w(observation{}) || !w(observation{}) {
 		t.Fatal("a latched witness must stay satisfied once it saw the effect")
+	}
+}
+
+// CHS-3 checkpoint-intact is checked with the host quiet: asleep on every
+// node of the pair with nothing in flight. A host actor restarted after a
+// panic shows asleep while its cleanup still stops (and may resume) what
+// the dead incarnation left, and a node restarting its actor may show no
+// host at all (soak 424242, fault 39).
+func TestQuietMeansAsleepEverywhereWithNothingInFlight(t *testing.T) {
+	asleep := invariant.HostView{Node: "s31", Host: "notes.chaos", State: messages.HostAsleep}
+	other := asleep
+	other.Node = "s32"
+	cleaning := asleep
+	cleaning.Busy = "cleanup"
+	cases := []struct {
+		name  string
+		views []invariant.HostView
+		want  bool
+	}{
+		{"both asleep, idle", []invariant.HostView{asleep, other}, true},
+		{"one cleaning up", []invariant.HostView{cleaning, other}, false},
+		{"one node shows no host", []invariant.HostView{other}, false},
+		{"one awake", []invariant.HostView{asleep, {Node: "s32", Host: "notes.chaos", State: messages.HostAwake}}, false},
+		{"none", nil, false},
+	}
+	for _, c := range cases {
+		if got := allAsleep(c.views, 2); got != c.want {
+			t.Errorf("%s: allAsleep = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -427,6 +427,10 @@ type HostView struct {
 	// Fenced: the node's lease is past its validity by the node's own
 	// clock, so its gate admits nothing (ACT-14): it does not serve.
 	Fenced bool
+	// Busy names the host's operations in flight (its status's busy): a
+	// restarted host actor shows asleep while its cleanup still stops
+	// what the last incarnation left running.
+	Busy string
 }
 
 // CheckSingleAwake: no host is awake (or stopping, its instance still up)
