@@ -408,19 +408,23 @@ func (a *Actor) spawnReplica(r Replica, def stackfile.Service, p replica.Params,
 	p.Config = replicaConfig(def, a.env)
 	renv := replica.Env{Driver: a.drv, Prober: a.prober, Events: a.env.Events, Board: a.env.Board,
 		StepTimeout: stepTimeout(def, a.env), OutputLines: a.env.OutputLines}
+	// The closure keeps what each incarnation needs and no more: one
+	// Params, shared with the first incarnation (PERF-3).
+	id, first := r.ID, &p
 	incarnation := 0
 	produce := func(h *supervise.Handle) actor.Receiver {
 		incarnation++
-		q := p
-		if incarnation > 1 {
-			last := a.views[r.ID]
-			q.Adopt, q.Existing, q.Ledger, q.HasLedger = nil, true, last.Ledger, last.HasLedger
-			q.Intent = a.s.Replicas[r.ID].Intent
-			if a.s.Replicas[r.ID].Retiring {
-				q.Intent = messages.IntentRetire
-			}
+		if incarnation == 1 {
+			return replica.Produce(renv, first)(h)
 		}
-		return replica.Produce(renv, q)(h)
+		q := *first
+		last := a.views[id]
+		q.Adopt, q.Existing, q.Ledger, q.HasLedger = nil, true, last.Ledger, last.HasLedger
+		q.Intent = a.s.Replicas[id].Intent
+		if a.s.Replicas[id].Retiring {
+			q.Intent = messages.IntentRetire
+		}
+		return replica.Produce(renv, &q)(h)
 	}
 	a.feed(Spawned{Replica: r})
 	if err := a.kids.Start(supervise.ChildSpec{Name: childName(r), Produce: produce, Restart: supervise.Transient}); err != nil {
