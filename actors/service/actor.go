@@ -198,10 +198,12 @@ func (a *Actor) Receive(c *actor.Context) {
 	}
 }
 
-// feed gives the core event e and performs the effects it returns.
+// feed gives the core event e and performs the effects it returns. The
+// core folds it into the actor's state in place (fold): the actor keeps
+// no earlier state.
 func (a *Actor) feed(e Event) {
 	var fx []step.Effect
-	a.s, fx = Step(a.config(), a.s, e, a.h.Clock().Now())
+	a.s, fx = fold(a.config(), a.s, e, a.h.Clock().Now())
 	supervise.Apply(a.h, a.shell, fx)
 }
 
