@@ -49,7 +49,7 @@ bench: build
 	$(GO) test -run '^$$' -bench PERF3IdleCPU -benchtime 1x -timeout 30m ./actors/internal/treetest/
 	@echo "== DRV-16 usage sampling: the daemon's idle CPU and RSS with 100 and 1,000 process replicas, sampling on and off"
 	$(GO) test -run '^$$' -bench DRV16UsageSampling -benchtime 1x -timeout 30m ./runtime/daemon/
-	@echo "== PERF-4 daemon restart with 1,000 process replicas"
+	@echo "== PERF-4 daemon SIGKILL with 5,000 process replicas: all adopted and serving within 3s, 0 workload restarts"
 	$(GO) test -run '^$$' -bench DaemonRestart -benchtime 1x -timeout 30m ./runtime/daemon/
 	@echo "== PERF-5 wake latency: restore alone, then a whole wake through the edge (fs, and MinIO when ENGENHO_S3_* is set)"
 	$(GO) test -run '^$$' -bench Restore -benchtime 3x ./drivers/objstore/checkpoint/
