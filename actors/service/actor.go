@@ -408,6 +408,9 @@ func (a *Actor) spawnReplica(r Replica, def stackfile.Service, p replica.Params,
 	p.Spec = stackfile.InstanceSpec(def, inst)
 	p.Spec.Labels[drivers.LabelRevision] = r.Revision // the effective revision
 	p.Config = replicaConfig(def, a.env)
+	if _, ok := a.drv.(drivers.RestartWatcher); ok {
+		p.Config.Policy.DriverRestarts = true // PERF-1; the replica would copy its Config to set it
+	}
 	renv := replica.Env{Driver: a.drv, Prober: a.prober, Events: a.env.Events, Board: a.env.Board,
 		StepTimeout: stepTimeout(def, a.env), OutputLines: a.env.OutputLines}
 	// The closure keeps what each incarnation needs and no more: one
