@@ -312,7 +312,10 @@ func opDone(cfg *Config, s *State, e OpDone, now time.Time) []step.Effect {
 		if e.Err != nil {
 			return inspectFailed(cfg, s, e, now)
 		}
-		return observe(cfg, s, e.Status, now, false)
+		// A restarted replica actor adopts its instance by this inspection
+		// (SUP-9): found stopped, it is charged and started again like any
+		// adopted run, not left adopting.
+		return observe(cfg, s, e.Status, now, s.Phase == PhaseAdopting)
 	case OpStop:
 		if e.Err != nil && !errors.Is(e.Err, drivers.ErrNotFound) {
 			return opFailed(cfg, s, e, now)

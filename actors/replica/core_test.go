@@ -817,3 +817,29 @@ func TestSUP16RestartDelayIsAFloor(t *testing.T) {
 		t.Fatalf("restart timer at %v, want the ladder's %v", m.timer(TimerRestart), want)
 	}
 }
+
+// SUP-9: a replica actor restarted after a panic adopts its instance by
+// inspecting it. Found stopped (it died while no actor watched it), it is
+// started again; found running, it is adopted. Before, a stopped instance
+// left the replica "adopting" for good (soak 424242, fault 300: a box
+// replica panicked twice around a kill, 0 running for minutes).
+func TestSUP9RestartedActorAdoptsAStoppedInstance(t *testing.T) {
+	restarted := func() *sim {
+		m := newSim(t, false)
+		m.s.Created, m.s.Phase, m.s.Op = true, PhaseAdopting, OpInspect
+		return m
+	}
+	m := restarted()
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped, ExitCode: 137}}).wantOp(OpStart).wantEvent(messages.KindReplicaFailed)
+	m.do(OpDone{Op: OpStart}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseServing, true)
+
+	m = restarted()
+	m.do(OpDone{Op: OpInspect, Status: running(m.now)}).wantPhase(PhaseServing, true)
+
+	// Still starting: looked at again, still adopting, not acted on.
+	m = restarted()
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStarting}}).wantOp(OpNone).wantPhase(PhaseAdopting, false)
+	m.do(Tick{Name: TimerSweep}).wantOp(OpInspect)
+	m.do(OpDone{Op: OpInspect, Status: drivers.Status{State: drivers.StateStopped}}).wantOp(OpStart)
+}
