@@ -97,30 +97,7 @@ type child struct {
 
 func startIn(t *testing.T, g *Group, argv ...string) child {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	sys := &syscall.SysProcAttr{Setpgid: true}
-	attr := &syscall.ProcAttr{Env: []string{"PATH=/usr/bin:/bin"}, Files: []uintptr{0, w.Fd(), w.Fd()}, Sys: sys}
-	var pid int
-	err = g.Start(sys, func() error {
-		var err error
-		pid, err = syscall.ForkExec(argv[0], argv, attr)
-		return err
-	})
-	if err != nil {
-		r.Close()
-		t.Fatalf("Start %v: %v", argv, err)
-	}
-	c := child{pid: pid, out: r}
-	t.Cleanup(func() {
-		unix.Kill(-pid, unix.SIGKILL)
-		unix.Wait4(pid, nil, unix.WNOHANG, nil)
-		r.Close()
-	})
-	return c
+	return startThrough(t, g.Start, argv...)
 }
 
 func (c child) wait(t *testing.T) (unix.WaitStatus, string) {
@@ -227,6 +204,13 @@ func TestDRV12V1SpawnerStartsEachChildInsideItsGroup(t *testing.T) {
 // startWith is startIn through a Spawner.
 func startWith(t *testing.T, s *Spawner, g *Group, argv ...string) child {
 	t.Helper()
+	return startThrough(t, func(sys *syscall.SysProcAttr, fork func() error) error { return s.Start(g, sys, fork) }, argv...)
+}
+
+// startThrough forks argv through start (a Group's or a Spawner's), its
+// output on a pipe, and kills its process group at the test's end.
+func startThrough(t *testing.T, start func(*syscall.SysProcAttr, func() error) error, argv ...string) child {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +219,7 @@ func startWith(t *testing.T, s *Spawner, g *Group, argv ...string) child {
 	sys := &syscall.SysProcAttr{Setpgid: true}
 	attr := &syscall.ProcAttr{Env: []string{"PATH=/usr/bin:/bin"}, Files: []uintptr{0, w.Fd(), w.Fd()}, Sys: sys}
 	var pid int
-	if err := s.Start(g, sys, func() error {
+	if err := start(sys, func() error {
 		var err error
 		pid, err = syscall.ForkExec(argv[0], argv, attr)
 		return err
