@@ -52,16 +52,24 @@ type Params struct {
 
 // Actor is the replica actor.
 type Actor struct {
-	h       *supervise.Handle
-	env     Env
-	p       Params
+	h   *supervise.Handle
+	env Env
+	// p is read only: the service keeps one Params a replica and hands
+	// every incarnation the same (PERF-3: a copy in each actor was 712
+	// bytes a replica). cfg is what the actor steps with: p's Config, or
+	// a copy of it when the actor must adjust it to its driver (the
+	// service sets it right, so that copy is for other callers).
+	p       *Params
+	cfg     *Config
 	s       State
 	ctx     context.Context
 	cancel  context.CancelFunc
 	timers  *supervise.Timers
 	unwatch func()
 	output  string
-	sent    messages.ReplicaStatus
+	// sent is what the service acts on of the last status sent to it
+	// (PERF-3: the whole status was 400 bytes a replica).
+	sent    decision
 	hasSent bool
 	// shown is what the board has of the replica, so a report that
 	// changes nothing publishes nothing.
@@ -69,10 +77,11 @@ type Actor struct {
 	onBoard bool
 }
 
-// Produce returns the producer of a replica actor for p.
-func Produce(env Env, p Params) supervise.Producer {
+// Produce returns the producer of a replica actor for p, which the actor
+// reads and never changes.
+func Produce(env Env, p *Params) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
-		return &Actor{h: h, env: env, p: p, timers: supervise.NewTimers(h)}
+		return &Actor{h: h, env: env, p: p, cfg: &p.Config, timers: supervise.NewTimers(h)}
 	}
 }
 
@@ -80,8 +89,10 @@ func (a *Actor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Started:
 		a.ctx, a.cancel = context.WithCancel(context.Background())
-		if _, ok := a.env.Driver.(drivers.RestartWatcher); ok {
-			a.p.Config.Policy.DriverRestarts = true // PERF-1
+		if _, ok := a.env.Driver.(drivers.RestartWatcher); ok && !a.cfg.Policy.DriverRestarts {
+			c := *a.cfg
+			c.Policy.DriverRestarts = true // PERF-1
+			a.cfg = &c
 		}
 		a.s = State{Intent: a.p.Intent, Entry: a.p.Ledger, HasEntry: a.p.HasLedger}
 		a.begin()
@@ -118,7 +129,7 @@ func (a *Actor) begin() {
 // step folds e into the actor's state in place (Step's own work, without
 // copying the state in and out), then performs the effects.
 func (a *Actor) step(e Event) {
-	fx := apply(&a.p.Config, &a.s, e, a.h.Clock().Now())
+	fx := apply(a.cfg, &a.s, e, a.h.Clock().Now())
 	a.perform(fx)
 	a.report()
 }
@@ -169,7 +180,7 @@ func (a *Actor) own(f step.Effect) {
 // as a transient failure, so the replica's step is never held longer.
 func (a *Actor) doOp(op Op, grace time.Duration) {
 	drv, name, spec, self, eng := a.env.Driver, a.p.Spec.Name, a.p.Spec, a.h.PID(), a.h.Engine()
-	clk, bound, log, actx := a.h.Clock(), a.env.StepTimeout, a.h.Log(), a.ctx
+	clk, bound, h, actx := a.h.Clock(), a.env.StepTimeout, a.h, a.ctx
 	ctx, cancel := clock.WithTimeout(clk, actx, bound)
 	supervise.BoundedThen(ctx, clk, func(ctx context.Context) messages.ReplicaOpDone {
 		res := messages.ReplicaOpDone{Op: op}
@@ -189,7 +200,7 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 	}, func(res messages.ReplicaOpDone, answered bool) {
 		defer cancel()
 		if !answered {
-			log.Warn().Str("op", string(op)).Dur("bound", bound).Msg("driver call ignored its deadline; abandoned")
+			h.Log().Warn().Str("op", string(op)).Dur("bound", bound).Msg("driver call ignored its deadline; abandoned")
 			res = messages.ReplicaOpDone{Op: op, Err: drivers.Errorf(drv.Name(), string(op), name, drivers.ErrTransient,
 				"no answer within the step bound (%s); the call was abandoned", bound)}
 		} else if res.Err != nil && ctx.Err() != nil && actx.Err() == nil {
@@ -205,7 +216,7 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 }
 
 func (a *Actor) doProbe() {
-	prober, cfg, self, eng := a.env.Prober, a.p.Config.Probe, a.h.PID(), a.h.Engine()
+	prober, cfg, self, eng := a.env.Prober, a.cfg.Probe, a.h.PID(), a.h.Engine()
 	target := probe.Target{Instance: a.p.Spec.Name, Addresses: a.s.Addresses}
 	ctx := a.ctx
 	go func() {
@@ -227,7 +238,7 @@ func (a *Actor) watch(restart bool) {
 	var stop func()
 	var err error
 	if rw, ok := a.env.Driver.(drivers.RestartWatcher); ok && restart {
-		p := drivers.RestartPolicy{OnFailureOnly: a.p.Config.Policy.Condition == "on-failure"}
+		p := drivers.RestartPolicy{OnFailureOnly: a.cfg.Policy.Condition == "on-failure"}
 		stop, err = rw.WatchRestart(a.p.Spec.Name, p, fn)
 	} else {
 		stop, err = a.env.Driver.Watch(a.p.Spec.Name, fn)
@@ -274,10 +285,11 @@ func (a *Actor) report() {
 		r.Addresses = a.shown.Addresses
 	}
 	a.h.SetState(string(r.Phase), r.Health)
-	if a.hasSent && !changed(&a.sent, &r) {
+	d := decisionOf(&r)
+	if a.hasSent && d == a.sent {
 		return
 	}
-	a.sent, a.hasSent = r, true
+	a.sent, a.hasSent = d, true
 	a.h.Engine().Send(a.h.Parent(), r)
 }
 
@@ -308,11 +320,21 @@ func same(a, b *messages.ReplicaStatus) bool {
 }
 
 // changed reports whether b differs from a in anything the service acts on.
-func changed(a, b *messages.ReplicaStatus) bool {
-	return a.Phase != b.Phase || a.Health != b.Health || a.InRotation != b.InRotation ||
-		a.Restarts != b.Restarts || a.Replace != b.Replace || a.Final != b.Final ||
-		a.HasLedger != b.HasLedger || a.Ledger.Failures != b.Ledger.Failures ||
-		!a.StartedAt.Equal(b.StartedAt) || len(a.Addresses) != len(b.Addresses) ||
-		a.LastError != b.LastError || a.FailureOutput != b.FailureOutput ||
-		a.Withdraw != b.Withdraw || a.Refused != b.Refused || a.RetireError != b.RetireError
+func changed(a, b *messages.ReplicaStatus) bool { return decisionOf(a) != decisionOf(b) }
+
+// decision is what the service acts on of a replica's status, comparable
+// with ==. The start time is kept as the instant (seconds and
+// nanoseconds), so == is time.Time's Equal.
+type decision struct {
+	phase, health, lastError, failureOutput, refused, retireError string
+	startedSec                                                    int64
+	startedNsec, restarts, ledgerFailures, addresses              int
+	inRotation, replace, final, hasLedger, withdraw               bool
+}
+
+func decisionOf(r *messages.ReplicaStatus) decision {
+	return decision{phase: r.Phase, health: r.Health, lastError: r.LastError, failureOutput: r.FailureOutput,
+		refused: r.Refused, retireError: r.RetireError, startedSec: r.StartedAt.Unix(), startedNsec: r.StartedAt.Nanosecond(),
+		restarts: r.Restarts, ledgerFailures: r.Ledger.Failures, addresses: len(r.Addresses),
+		inRotation: r.InRotation, replace: r.Replace, final: r.Final, hasLedger: r.HasLedger, withdraw: r.Withdraw}
 }

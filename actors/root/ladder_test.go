@@ -88,15 +88,24 @@ func TestSUP20LadderAtEveryLevel(t *testing.T) {
 }
 
 // nodePath is the path of the live actor whose path starts with prefix.
+// It waits for one: a restarted service is converged on the board before
+// its new incarnation has adopted its instances and spawned their actors.
 func nodePath(t *testing.T, tree *treetest.Tree, prefix string) string {
 	t.Helper()
-	for _, n := range tree.Sys.Tree.Snapshot() {
-		if strings.HasPrefix(n.Path, prefix) && !strings.Contains(n.Path[len(prefix):], "/") {
-			return n.Path
+	path := ""
+	tree.WaitFor(10*time.Second, func() bool {
+		for _, n := range tree.Sys.Tree.Snapshot() {
+			if strings.HasPrefix(n.Path, prefix) && !strings.Contains(n.Path[len(prefix):], "/") {
+				path = n.Path
+				return true
+			}
 		}
+		return false
+	})
+	if path == "" {
+		t.Fatalf("no actor at %s*", prefix)
 	}
-	t.Fatalf("no actor at %s*", prefix)
-	return ""
+	return path
 }
 
 func hasRestartEvent(evs []messages.Event, path string) bool {

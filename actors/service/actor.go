@@ -198,10 +198,12 @@ func (a *Actor) Receive(c *actor.Context) {
 	}
 }
 
-// feed gives the core event e and performs the effects it returns.
+// feed gives the core event e and performs the effects it returns. The
+// core folds it into the actor's state in place (fold): the actor keeps
+// no earlier state.
 func (a *Actor) feed(e Event) {
 	var fx []step.Effect
-	a.s, fx = Step(a.config(), a.s, e, a.h.Clock().Now())
+	a.s, fx = fold(a.config(), a.s, e, a.h.Clock().Now())
 	supervise.Apply(a.h, a.shell, fx)
 }
 
@@ -406,21 +408,28 @@ func (a *Actor) spawnReplica(r Replica, def stackfile.Service, p replica.Params,
 	p.Spec = stackfile.InstanceSpec(def, inst)
 	p.Spec.Labels[drivers.LabelRevision] = r.Revision // the effective revision
 	p.Config = replicaConfig(def, a.env)
+	if _, ok := a.drv.(drivers.RestartWatcher); ok {
+		p.Config.Policy.DriverRestarts = true // PERF-1; the replica would copy its Config to set it
+	}
 	renv := replica.Env{Driver: a.drv, Prober: a.prober, Events: a.env.Events, Board: a.env.Board,
 		StepTimeout: stepTimeout(def, a.env), OutputLines: a.env.OutputLines}
+	// The closure keeps what each incarnation needs and no more: one
+	// Params, shared with the first incarnation (PERF-3).
+	id, first := r.ID, &p
 	incarnation := 0
 	produce := func(h *supervise.Handle) actor.Receiver {
 		incarnation++
-		q := p
-		if incarnation > 1 {
-			last := a.views[r.ID]
-			q.Adopt, q.Existing, q.Ledger, q.HasLedger = nil, true, last.Ledger, last.HasLedger
-			q.Intent = a.s.Replicas[r.ID].Intent
-			if a.s.Replicas[r.ID].Retiring {
-				q.Intent = messages.IntentRetire
-			}
+		if incarnation == 1 {
+			return replica.Produce(renv, first)(h)
 		}
-		return replica.Produce(renv, q)(h)
+		q := *first
+		last := a.views[id]
+		q.Adopt, q.Existing, q.Ledger, q.HasLedger = nil, true, last.Ledger, last.HasLedger
+		q.Intent = a.s.Replicas[id].Intent
+		if a.s.Replicas[id].Retiring {
+			q.Intent = messages.IntentRetire
+		}
+		return replica.Produce(renv, &q)(h)
 	}
 	a.feed(Spawned{Replica: r})
 	if err := a.kids.Start(supervise.ChildSpec{Name: childName(r), Produce: produce, Restart: supervise.Transient}); err != nil {

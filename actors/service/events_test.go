@@ -341,6 +341,44 @@ func TestStepProperties(t *testing.T) {
 	})
 }
 
+// PERF-3: the actor folds events into its state in place (fold), where
+// Step copies the state first. Over random event histories both give the
+// same states and effects.
+func TestPERF3FoldInPlaceIsStep(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		order := rapid.SampledFrom([]string{"stop-first", "start-first"}).Draw(rt, "order")
+		w := newWorld(t, target("d1", "r0", rapid.IntRange(0, 4).Draw(rt, "replicas"), order))
+		w.s.Adopted = rapid.Bool().Draw(rt, "adopted")
+		if rapid.Bool().Draw(rt, "depends") {
+			w.cfg.DependsOn = []stackfile.Dependency{{Service: "db", Condition: stackfile.ConditionStarted}}
+			w.s.DepsMet = false
+		}
+		inPlace := snapshot(w.s)
+		both := func(e Event) []step.Effect {
+			var fx, fx2 []step.Effect
+			w.s, fx = Step(w.cfg, w.s, e, w.now)
+			inPlace, fx2 = fold(w.cfg, inPlace, e, w.now)
+			if !reflect.DeepEqual(w.s, inPlace) {
+				rt.Fatalf("%T: fold gave state %+v, Step %+v", e, inPlace, w.s)
+			}
+			if !reflect.DeepEqual(fx, fx2) {
+				rt.Fatalf("%T: fold gave effects %+v, Step %+v", e, fx2, fx)
+			}
+			return fx
+		}
+		for i := 0; i < 60; i++ {
+			w.advance(time.Duration(rapid.IntRange(0, 40).Draw(rt, "wait")) * time.Second)
+			for _, f := range both(drawEvent(rt, w, i)) {
+				if sp, ok := f.(Spawn); ok {
+					w.n++
+					both(Spawned{Replica: Replica{ID: fmt.Sprintf("%s-%d", sp.Target.Revision, w.n), Slot: sp.Slot, Revision: sp.Target.Revision,
+						Deployment: sp.Target.Deployment, Phase: "creating", SpawnedAt: w.now, Intent: messages.IntentRun}})
+				}
+			}
+		}
+	})
+}
+
 func checkEffects(rt *rapid.T, e Event, before, after State, fx []step.Effect) {
 	wakeBefore := before.WakeAt
 	isPass := false

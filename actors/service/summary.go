@@ -106,29 +106,36 @@ func failures(n int) string {
 // worst condition.
 type worst struct {
 	slotView
+	r      Replica // the replica in that slot
 	next   time.Time
 	others int // further slots that back off or fail
 }
 
+// see takes the replicas in any order: the worst condition wins, and of
+// equals the first by slot and ID; others counts every slot that backs
+// off or fails but the one chosen.
 func (w *worst) see(r Replica, v slotView) {
 	if v.cond >= slotBackoff && w.cond >= slotBackoff {
 		w.others++
 	}
-	if v.cond <= w.cond {
+	if v.cond < w.cond || v.cond == w.cond && (v.cond == slotFine || !replicaBefore(r, w.r)) {
 		return
 	}
-	w.slotView, w.next = v, time.Time{}
-	w.msg = fmt.Sprintf("slot %d: %s", r.Slot, v.msg)
+	w.slotView, w.r, w.next = v, r, time.Time{}
 	if v.cond == slotBackoff {
 		w.next = r.NextAttempt
 	}
 }
 
 func (w worst) message() string {
-	if w.others > 0 {
-		return fmt.Sprintf("%s (and %d more slot(s) failing)", w.msg, w.others)
+	msg := ""
+	if w.cond != slotFine {
+		msg = fmt.Sprintf("slot %d: %s", w.r.Slot, w.msg)
 	}
-	return w.msg
+	if w.others > 0 {
+		return fmt.Sprintf("%s (and %d more slot(s) failing)", msg, w.others)
+	}
+	return msg
 }
 
 // Summarize derives the service state from what the planner knows (SVC-19):
@@ -139,7 +146,7 @@ func Summarize(s State, waitingFor string, now time.Time) Summary {
 	var sum Summary
 	current, extra := 0, 0
 	var w worst
-	for _, r := range sorted(s.Replicas) {
+	for _, r := range s.Replicas { // in any order: nothing here sorts (PERF-3)
 		if r.Retiring || r.Leaving || r.Slot > s.Target.Replicas {
 			extra++
 			continue

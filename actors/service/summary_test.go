@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,79 @@ func TestSVC19SummaryProperties(t *testing.T) {
 			rt.Fatalf("counts %+v", got)
 		}
 	})
+}
+
+// PERF-3: Summarize takes the replicas in map order, where it sorted them
+// all at every pass. Over random replicas, several to a slot, it says what
+// the sorted walk says: the worst slot, lowest first among equals, and how
+// many more fail.
+func TestPERF3SummarizeIsOrderFree(t *testing.T) {
+	phases := []string{"creating", "starting", "serving", "unhealthy", "down", "failed"}
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 5).Draw(rt, "replicas")
+		s := State{Target: target("d1", "a", n, "stop-first"), Replicas: map[string]Replica{}, Failed: map[string]bool{},
+			Adopted: true, DepsMet: true}
+		s.Target.Immediate = rapid.IntRange(0, 3).Draw(rt, "immediate")
+		for i := rapid.IntRange(1, 12).Draw(rt, "count"); i > 0; i-- {
+			r := Replica{ID: fmt.Sprintf("%c-%d", 'a'+rapid.IntRange(0, 5).Draw(rt, "id"), i), Slot: rapid.IntRange(1, n+1).Draw(rt, "slot"),
+				Revision:     "a",
+				Phase:        rapid.SampledFrom(phases).Draw(rt, "phase"),
+				Health:       rapid.SampledFrom([]string{"none", "healthy", "unhealthy"}).Draw(rt, "health"),
+				Failures:     rapid.IntRange(0, 4).Draw(rt, "failures"),
+				LastError:    rapid.SampledFrom([]string{"", "exited with code 1", "killed"}).Draw(rt, "error"),
+				NextAttempt:  t0.Add(time.Duration(rapid.IntRange(-60, 60).Draw(rt, "next")) * time.Second),
+				ServingSince: t0.Add(-time.Duration(rapid.IntRange(0, 20).Draw(rt, "since")) * time.Second),
+				Retiring:     rapid.IntRange(0, 5).Draw(rt, "retiring") == 0,
+			}
+			r.InRotation = r.Phase == "serving" && r.Health != "unhealthy"
+			s.Replicas[r.ID] = r
+		}
+		if got, want := Summarize(s, "", t0), summarizeSorted(s, t0); got != want {
+			rt.Fatalf("Summarize %+v, the sorted walk %+v", got, want)
+		}
+	})
+}
+
+// summarizeSorted is Summarize as it was: every replica sorted by slot and
+// ID, the first of the worst condition kept.
+func summarizeSorted(s State, now time.Time) Summary {
+	var sum Summary
+	current, extra := 0, 0
+	var w worst
+	for _, r := range sorted(s.Replicas) {
+		if r.Retiring || r.Leaving || r.Slot > s.Target.Replicas {
+			extra++
+			continue
+		}
+		v := conditionOf(r, s.Target, now)
+		if running(r) {
+			sum.Running++
+		}
+		if r.InRotation {
+			sum.Healthy++
+			if v.cond != slotFailing {
+				sum.Steady++
+			}
+			if r.Revision == s.Target.Revision && v.cond == slotFine {
+				current++
+			}
+		}
+		if v.cond == slotSettling {
+			sum.Recheck = earliest(sum.Recheck, r.ServingSince.Add(s.Target.Update.Monitor))
+		}
+		if v.cond >= slotBackoff && w.cond >= slotBackoff {
+			w.others++
+		}
+		if v.cond > w.cond {
+			w.slotView, w.r, w.next = v, r, time.Time{}
+			if v.cond == slotBackoff {
+				w.next = r.NextAttempt
+			}
+		}
+	}
+	if w.cond >= slotBackoff && !s.Stopped {
+		sum.Reason, sum.NextAttempt = w.reason, w.next
+	}
+	sum.State, sum.Message = stateOf(s, w, current, extra, "")
+	return sum
 }

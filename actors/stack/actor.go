@@ -24,7 +24,11 @@ type Actor struct {
 	known     map[string]bool
 	hosts     map[string]bool // services the activator runs
 	summaries map[string]messages.ServiceSummary
-	removing  bool
+	// dependents maps a service to the services that depend on it, from
+	// desired (SVC-18): a summary is relayed without a look at every
+	// service (PERF-3).
+	dependents map[string][]string
+	removing   bool
 	// announced is the phase this actor last announced (SVC-26); the
 	// node's quiet filter keeps a restarted actor from saying it twice.
 	announced string
@@ -97,6 +101,12 @@ func WithStopped(stopped map[string]bool, service string, on bool) map[string]bo
 func (a *Actor) apply(d messages.ApplyStack) {
 	a.desired = d
 	def := d.Current.Definition
+	a.dependents = map[string][]string{}
+	for _, name := range def.Order {
+		for _, dep := range def.Services[name].DependsOn {
+			a.dependents[dep.Service] = append(a.dependents[dep.Service], name)
+		}
+	}
 	for _, name := range def.Order {
 		svc := def.Services[name]
 		if svc.Hibernate != nil || svc.Standalone() {
@@ -214,12 +224,8 @@ func (a *Actor) summary(m messages.ServiceSummary) {
 // relay tells every service that depends on m.Service how it is doing
 // (SVC-18).
 func (a *Actor) relay(m messages.ServiceSummary) {
-	for name, svc := range a.desired.Current.Definition.Services {
-		for _, dep := range svc.DependsOn {
-			if dep.Service == m.Service {
-				a.send(name, messages.DependencyStatus{Service: m.Service, Running: m.Running, Healthy: m.Healthy})
-			}
-		}
+	for _, name := range a.dependents[m.Service] {
+		a.send(name, messages.DependencyStatus{Service: m.Service, Running: m.Running, Healthy: m.Healthy})
 	}
 }
 
@@ -264,10 +270,13 @@ func (a *Actor) announce() {
 	if a.removing {
 		return
 	}
-	phase, msg := PhaseOf(a.desired.Current.Definition.Order, a.hosts, a.summaries)
-	if phase == "" || phase == a.announced {
+	// The phase first, the message only when it is announced: the
+	// message names every service, and a summary comes at every change
+	// of any (PERF-3).
+	if p := phaseOnly(a.desired.Current.Definition.Order, a.hosts, a.summaries); p == "" || p == a.announced {
 		return
 	}
+	phase, msg := PhaseOf(a.desired.Current.Definition.Order, a.hosts, a.summaries)
 	a.announced = phase
 	kind, level := messages.KindStackServing, messages.LevelInfo
 	if phase == PhaseFailed {

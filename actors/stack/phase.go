@@ -22,6 +22,29 @@ var failedStates = map[messages.ServiceState]bool{
 	messages.ServiceBackoff: true,
 }
 
+// phaseOnly is PhaseOf's phase alone, without its message.
+func phaseOnly(order []string, hosts map[string]bool, sums map[string]messages.ServiceSummary) string {
+	total, serving := 0, 0
+	for _, name := range order {
+		if hosts[name] {
+			continue
+		}
+		total++
+		s, ok := sums[name]
+		switch {
+		case !ok:
+		case failedStates[s.State]:
+			return PhaseFailed
+		case s.State == messages.ServiceConverged:
+			serving++
+		}
+	}
+	if total > 0 && serving == total {
+		return PhaseServing
+	}
+	return ""
+}
+
 // PhaseOf is the stack's phase from its services' summaries, in order
 // (hosts, which the activator runs, are left out), with a message that
 // names the services behind it: failed when any service fails, backs off

@@ -39,6 +39,10 @@ func TestSVC26PhaseOf(t *testing.T) {
 		if phase != c.phase || msg != c.msg {
 			t.Errorf("%s: %q %q, want %q %q", c.name, phase, msg, c.phase, c.msg)
 		}
+		// PERF-3: the actor asks for the phase alone at every summary.
+		if p := phaseOnly(order, hosts, c.sums); p != c.phase {
+			t.Errorf("%s: phase alone %q, want %q", c.name, p, c.phase)
+		}
 	}
 	if phase, _ := PhaseOf([]string{"notes"}, hosts, nil); phase != "" {
 		t.Errorf("a stack of hosts only has phase %q, want none", phase)

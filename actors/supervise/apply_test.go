@@ -109,6 +109,30 @@ func TestApplyTimers(t *testing.T) {
 	h.waitFor("stale d")
 }
 
+// SUP-19, PERF-3: an actor's timers are a short slice, not a map; with
+// several armed at once, cancelling or firing one leaves the others armed
+// under their own names, and a cancelled one's late firing is not fresh.
+func TestApplySeveralTimers(t *testing.T) {
+	h, _ := stepperHarness(t)
+	pid := h.rec.pid("s")
+	now := h.clk.Now()
+	h.engine.Send(pid, effects{step.Arm{Timer: "a", At: now.Add(time.Second)}, step.Arm{Timer: "b", At: now.Add(2 * time.Second)},
+		step.Arm{Timer: "c", At: now.Add(3 * time.Second)}, step.Arm{Timer: "d", At: now.Add(4 * time.Second)}, step.Cancel{Timer: "b"}})
+	h.waitFor("applied")
+	h.clk.Advance(time.Second)
+	h.waitFor("fired a")
+	h.clk.Advance(time.Second) // b was cancelled: nothing
+	h.clk.Advance(time.Second)
+	h.waitFor("fired c")
+	h.engine.Send(pid, effects{step.Arm{Timer: "d", At: h.clk.Now().Add(5 * time.Second)}})
+	h.waitFor("applied")
+	h.clk.Advance(time.Second) // d's first arming was replaced
+	h.engine.Send(pid, messages.Timer{Name: "b", Seq: 2})
+	h.waitFor("stale b")
+	h.clk.Advance(4 * time.Second)
+	h.waitFor("fired d")
+}
+
 // Apply runs the shared effects the same way for every actor and hands the
 // core's own effects to Own, in order; Emit is stamped with the actor's
 // context, path and the clock's time.

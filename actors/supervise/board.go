@@ -141,6 +141,37 @@ func (b *Board) Services(stack string) []messages.ServiceStatus {
 	return out
 }
 
+// Tally is a count over services' own snapshots (Board.Tally).
+type Tally struct {
+	Services, Converged       int
+	Desired, Running, Healthy int
+}
+
+// Tally counts stack's services (every service's when stack is empty),
+// those converged, and their desired, running and healthy replicas. It
+// reads the services' own counts and copies no replica, so a waiter can
+// call it often on a large node.
+func (b *Board) Tally(stack string) Tally {
+	var t Tally
+	b.services.Range(func(_, v any) bool {
+		e := v.(*serviceEntry)
+		e.mu.RLock()
+		s := &e.status
+		if s.Service != "" && (stack == "" || s.Stack == stack) {
+			t.Services++
+			if s.State == messages.ServiceConverged {
+				t.Converged++
+			}
+			t.Desired += s.Desired
+			t.Running += s.Running
+			t.Healthy += s.Healthy
+		}
+		e.mu.RUnlock()
+		return true
+	})
+	return t
+}
+
 // PutStack publishes a stack's snapshot.
 func (b *Board) PutStack(s messages.StackStatus) { b.stacks.Store(s.Stack, s) }
 

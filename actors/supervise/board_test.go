@@ -68,3 +68,24 @@ func TestSVC19StackConvergedOnlyWithItsServices(t *testing.T) {
 		t.Fatal("the board made a stack converged that its actor did not")
 	}
 }
+
+// PERF-3: Tally counts a stack's services (or every stack's), those
+// converged, and their desired, running and healthy replicas from the
+// services' own snapshots, without copying a replica.
+func TestBoardTally(t *testing.T) {
+	b := NewBoard()
+	b.PutService(messages.ServiceStatus{Stack: "web", Service: "api", State: messages.ServiceConverged, Desired: 3, Running: 3, Healthy: 2})
+	b.PutService(messages.ServiceStatus{Stack: "web", Service: "worker", State: messages.ServiceStarting, Desired: 2, Running: 1})
+	b.PutService(messages.ServiceStatus{Stack: "db", Service: "pg", State: messages.ServiceConverged, Desired: 1, Running: 1, Healthy: 1})
+	b.PutReplica(messages.ReplicaStatus{Stack: "web", Service: "cache", ID: "r1"}) // no service snapshot yet: not counted
+	if got, want := b.Tally("web"), (Tally{Services: 2, Converged: 1, Desired: 5, Running: 4, Healthy: 2}); got != want {
+		t.Errorf("web: %+v, want %+v", got, want)
+	}
+	if got, want := b.Tally(""), (Tally{Services: 3, Converged: 2, Desired: 6, Running: 5, Healthy: 3}); got != want {
+		t.Errorf("all: %+v, want %+v", got, want)
+	}
+	b.DeleteService("web", "api")
+	if got, want := b.Tally("web"), (Tally{Services: 1, Desired: 2, Running: 1}); got != want {
+		t.Errorf("web after a removal: %+v, want %+v", got, want)
+	}
+}
