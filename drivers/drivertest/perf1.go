@@ -520,17 +520,3 @@ func Perf1Settle() time.Duration {
 	}
 	return 20 * time.Millisecond
 }
-
-// Load is the machine's load average (1, 5, 15 minutes), for the figures'
-// context.
-func Load() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
