@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/drivers/drivertest"
 )
 
 // idleStack renders n replicas in services of at most 100, with a
@@ -49,7 +51,7 @@ func BenchmarkPERF3IdleCPU(b *testing.B) {
 			rows = append(rows, row{health, idleCPU(b, n, health, window)})
 		}
 	}
-	fmt.Printf("\nPERF-3 idle CPU on the fake driver, %d replicas, sweep 10s, this process's CPU over %s (load: %s)\n", n, window, loadavg())
+	fmt.Printf("\nPERF-3 idle CPU on the fake driver, %d replicas, sweep 10s, this process's CPU over %s (load: %s)\n", n, window, drivertest.Load())
 	fmt.Printf("%-22s  %-12s  %-8s  %s\n", "healthcheck", "cpu (%core)", "target", "ratio")
 	for _, r := range rows {
 		h := "none"
@@ -111,19 +113,6 @@ func serving(t *Tree) int {
 		}
 	}
 	return c
-}
-
-// loadavg is the machine's load average, as uptime prints it.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // healthCases are the healthcheck intervals measured: none and 30s, or

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/drivers/drivertest"
 )
 
 // scaleStack renders a stack of n replicas in services of at most 100.
@@ -128,7 +130,7 @@ func measureScale(b *testing.B, n int) scaleRow {
 		}
 	}
 	r.converge, r.cpu = time.Since(start), cpuTime()-cpu0
-	r.load = loadavg()
+	r.load = drivertest.Load()
 	r.peak = procStatus("VmHWM:")
 	if got := healthy(t); got != n {
 		b.Fatalf("the board's replicas say %d of %d healthy", got, n)
