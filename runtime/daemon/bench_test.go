@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engenho/engenho/drivers/drivertest"
 )
 
 // BenchmarkDaemonRestart measures PERF-4: the daemon running 5,000
@@ -55,7 +57,7 @@ func BenchmarkDaemonRestart(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 		const target = 3 * time.Second
 		fmt.Printf("\nPERF-4 daemon SIGKILL with %d process replicas: all adopted and serving %.2fs, target %s (ratio %.2f): %s; workload restarts %d, target 0: %s (load: %s)\n",
-			total, took.Seconds(), target, took.Seconds()/target.Seconds(), verdict(took <= target), restarted, verdict(restarted == 0), loadavg())
+			total, took.Seconds(), target, took.Seconds()/target.Seconds(), verdict(took <= target), restarted, verdict(restarted == 0), drivertest.Load())
 	}
 	n.mustCLI("remove", "many")
 	n.eventually("removed", 5*time.Minute, func() bool { return serving(n) == 0 })

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/engenho/engenho/drivers/drivertest"
 )
 
 // BenchmarkPERF3IdleDaemon measures PERF-3's idle daemon: a real daemon
@@ -48,7 +50,7 @@ func BenchmarkPERF3IdleDaemon(b *testing.B) {
 		n.eventually("removed", 10*time.Minute, func() bool { return serving(n) == 0 })
 		n.stop()
 	}
-	fmt.Printf("\nPERF-3 idle daemon: its own CPU over %s, process driver, default config (load: %s)\n", window, loadavg())
+	fmt.Printf("\nPERF-3 idle daemon: its own CPU over %s, process driver, default config (load: %s)\n", window, drivertest.Load())
 	fmt.Printf("%-28s  %-16s  %-17s  %-11s  %-8s  %s\n", "daemon", "cpu %core (stat)", "cpu %core (clock)", "wake-ups/s", "target", "ratio (clock)")
 	for _, r := range rows {
 		fmt.Printf("%-28s  %-16.3f  %-17.4f  %-11.1f  %-8s  %.2f\n", r.what, 100*r.stat, 100*r.clk, r.switches, "0.1 %", r.clk/target)
@@ -105,17 +107,4 @@ func contextSwitches(pid int) int64 {
 		}
 	}
 	return n
-}
-
-// loadavg is the machine's load average, as uptime prints it.
-func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
