@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	fsstore "github.com/engenho/engenho/drivers/objstore/fs"
@@ -203,16 +203,7 @@ func benchPERF5(b *testing.B, format checkpoint.Format, tune func(*checkpoint.Co
 		verdict = "NOT within"
 	}
 	b.Logf("PERF-5 %s: restore/raw %.2fx median over %d alternating pairs (spread %.2f-%.2fx), %s the %.1fx target; raw GetObject %.0f ms, RestoreDeferred %.0f ms (medians); load average %s",
-		format, ratio, len(ratios), slices.Min(ratios), slices.Max(ratios), verdict, perf5Target, median(raws), median(restores), loadAverage())
-}
-
-// loadAverage is the 1, 5 and 15 minute load average, for the figures.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
+		format, ratio, len(ratios), slices.Min(ratios), slices.Max(ratios), verdict, perf5Target, median(raws), median(restores), drivertest.Load())
 }
 
 func median(xs []float64) float64 {
