@@ -366,6 +366,46 @@ func (p *Perf1) FloorOS(name string) *Arm {
 	return a
 }
 
+// Floors starts the floor arms every PERF-1 benchmark measures against:
+// the C fork+exec loop as "floor" where gcc is here, and the Go loop as
+// "floor-go". It returns them in that order and the name of the arm the
+// ratios are taken to: "floor", else "floor-go".
+func (p *Perf1) Floors() (arms []*Arm, floor string) {
+	floor = "floor-go"
+	if a := p.FloorC("floor"); a != nil {
+		arms, floor = append(arms, a), "floor"
+	}
+	return append(arms, p.FloorGo("floor-go")), floor
+}
+
+// Measure is every PERF-1 benchmark's tail: it waits for each arm's first
+// run, kills each arm once per b.Loop iteration (Round, with
+// Perf1Settle's pause), prints the table to stdout and reports the
+// metrics. The table's note is what (what was measured, "" for nothing
+// more), the marker and the load.
+func (p *Perf1) Measure(b *testing.B, floor, what string, arms ...*Arm) {
+	b.Helper()
+	for _, a := range arms {
+		a.WaitFirst(b, time.Minute)
+	}
+	run := p.Start(Perf1Settle(), arms...)
+	for b.Loop() {
+		run.Round()
+	}
+	run.Print(os.Stdout, floor, perf1Note(what, p.MarkerKind, Load()))
+	run.Report(b, floor)
+}
+
+// perf1Note is the table's note: what was measured (if anything), the
+// marker and the load.
+func perf1Note(what, marker, load string) string {
+	note := fmt.Sprintf("marker %s; load %s", marker, load)
+	if what != "" {
+		note = what + "; " + note
+	}
+	return note
+}
+
 // WaitFirst waits for the arm's first run to report (the supervisor has
 // started it).
 func (a *Arm) WaitFirst(tb testing.TB, limit time.Duration) {

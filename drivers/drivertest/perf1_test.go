@@ -51,3 +51,16 @@ func TestPERF1HarnessArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// PERF-1: the note every benchmark's table carries names what was
+// measured, the marker and the load, in that order.
+func TestPERF1Note(t *testing.T) {
+	for _, c := range []struct{ what, want string }{
+		{"", "marker C; load 1 2 3"},
+		{"the process driver alone", "the process driver alone; marker C; load 1 2 3"},
+	} {
+		if got := perf1Note(c.what, "C", "1 2 3"); got != c.want {
+			t.Errorf("perf1Note(%q) = %q, want %q", c.what, got, c.want)
+		}
+	}
+}

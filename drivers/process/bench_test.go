@@ -2,11 +2,8 @@ package process_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -45,12 +42,8 @@ func BenchmarkRestartLatency(b *testing.B) {
 	}
 	defer noCg.Close()
 
-	var arms []*drivertest.Arm
-	floor := "floor-go"
-	if a := p.FloorC("floor"); a != nil {
-		arms, floor = append(arms, a), "floor"
-	}
-	arms = append(arms, p.FloorGo("floor-go"), p.FloorOS("floor-os"))
+	arms, floor := p.Floors()
+	arms = append(arms, p.FloorOS("floor-os"))
 	for _, c := range []struct {
 		suffix string
 		d      *process.Driver
@@ -64,15 +57,7 @@ func BenchmarkRestartLatency(b *testing.B) {
 			defer keepRestarting(b, c.d, name, p.Argv(name), atOnce)()
 		}
 	}
-	for _, a := range arms {
-		a.WaitFirst(b, time.Minute)
-	}
-	run := p.Start(drivertest.Perf1Settle(), arms...)
-	for b.Loop() {
-		run.Round()
-	}
-	run.Print(os.Stdout, floor, fmt.Sprintf("the process driver alone; marker %s; load %s", p.MarkerKind, drivertest.Load()))
-	run.Report(b, floor)
+	p.Measure(b, floor, "the process driver alone", arms...)
 }
 
 // keepRestarting runs argv as instance name on d and has every run

@@ -2,9 +2,7 @@ package daemon_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/engenho/engenho/drivers/drivertest"
 )
@@ -26,12 +24,7 @@ func BenchmarkPERF1RestartLatency(b *testing.B) {
 	n := newNode(b)
 	n.start("running")
 
-	var arms []*drivertest.Arm
-	floor := "floor-go"
-	if a := p.FloorC("floor"); a != nil {
-		arms, floor = append(arms, a), "floor"
-	}
-	arms = append(arms, p.FloorGo("floor-go"))
+	arms, floor := p.Floors()
 	fast, port := p.Argv("daemon"), p.Argv("daemon-port")
 	stack := fmt.Sprintf(`name: perf
 services:
@@ -47,15 +40,6 @@ services:
 `, fast[0], fast[1], fast[2], port[0], port[1], port[2], freePort(b))
 	arms = append(arms, p.Arm("daemon"), p.Arm("daemon-port"))
 	n.mustCLI("apply", n.writeFile("perf.yaml", stack))
-	for _, a := range arms {
-		a.WaitFirst(b, time.Minute)
-	}
-
-	run := p.Start(drivertest.Perf1Settle(), arms...)
-	for b.Loop() {
-		run.Round()
-	}
-	run.Print(os.Stdout, floor, fmt.Sprintf("through the engenho daemon; marker %s; load %s", p.MarkerKind, drivertest.Load()))
-	run.Report(b, floor)
+	p.Measure(b, floor, "through the engenho daemon", arms...)
 	n.mustCLI("remove", "perf")
 }

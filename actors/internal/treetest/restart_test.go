@@ -3,10 +3,8 @@ package treetest
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/engenho/engenho/drivers"
 	"github.com/engenho/engenho/drivers/drivertest"
@@ -41,12 +39,7 @@ func BenchmarkRestartLatency(b *testing.B) {
 	}
 	defer drv.Close()
 
-	var arms []*drivertest.Arm
-	floor := "floor-go"
-	if a := p.FloorC("floor"); a != nil {
-		arms, floor = append(arms, a), "floor"
-	}
-	arms = append(arms, p.FloorGo("floor-go"))
+	arms, floor := p.Floors()
 
 	ctx := context.Background()
 	t, err := New(Options{Driver: drv})
@@ -78,14 +71,5 @@ func BenchmarkRestartLatency(b *testing.B) {
 			}
 		}
 	}()
-	for _, a := range arms {
-		a.WaitFirst(b, time.Minute)
-	}
-
-	run := p.Start(drivertest.Perf1Settle(), arms...)
-	for b.Loop() {
-		run.Round()
-	}
-	run.Print(os.Stdout, floor, fmt.Sprintf("marker %s; load %s", p.MarkerKind, drivertest.Load()))
-	run.Report(b, floor)
+	p.Measure(b, floor, "", arms...)
 }
