@@ -337,12 +337,14 @@ func TestDRV15AdoptedStopEmptiesAndRemovesTheCgroup(t *testing.T) {
 
 // DRV-16: a stable workload's usage (20 MB held, then asleep) matches the
 // cgroup's own counters within 10%.
+// The sleep is forked before "held" is printed, so the count of pids
+// (sh and sleep) is settled when the test reads it.
 func TestDRV16UsageMatchesTheCgroupCounters(t *testing.T) {
 	h := needCgroups(t)
 	dir := t.TempDir()
 	d := newDriver(t, dir)
 	defer d.Close()
-	mustCreate(t, d, shSpec("held", `x=$(head -c 20000000 /dev/zero | tr '\0' a); echo held; sleep 3600`, nil))
+	mustCreate(t, d, shSpec("held", `x=$(head -c 20000000 /dev/zero | tr '\0' a); sleep 3600 & echo held; wait`, nil))
 	mustStart(t, d, "held")
 	defer d.Kill(ctxT(t), "held")
 	waitLogs(t, d, "held", "held")
