@@ -36,6 +36,16 @@ type fakeIncusd struct {
 	clk         *clock.Fake
 	orphanUntil time.Time
 	fileFailed  int
+	// fileHold, when set, holds every file request until it is closed;
+	// events records the order of file requests and starts.
+	fileHold chan struct{}
+	events   []string
+}
+
+func (f *fakeIncusd) event(e string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, e)
 }
 
 func sync200(w http.ResponseWriter, metadata any) {
@@ -112,7 +122,16 @@ func startFakeIncusd(t *testing.T) *fakeIncusd {
 		f.mu.Unlock()
 		sync200(w, nil)
 	})
+	mux.HandleFunc("PUT /1.0/instances/web-1/state", func(w http.ResponseWriter, r *http.Request) {
+		f.event("start")
+		fmt.Fprint(w, `{"type":"async","status":"Operation created","status_code":100,"operation":"/1.0/operations/ok"}`)
+	})
 	mux.HandleFunc("GET /1.0/instances/web-1/files", func(w http.ResponseWriter, r *http.Request) {
+		if f.fileHold != nil {
+			f.event("file begins")
+			<-f.fileHold
+			f.event("file ends")
+		}
 		f.mu.Lock()
 		fail := f.fileFails[r.URL.Query().Get("path")] > 0
 		if fail {

@@ -86,6 +86,7 @@ type Driver struct {
 
 	exits   sync.Map // name -> cachedExit
 	files   fileGate
+	gate    instanceGate
 	watcher *watcher
 	// idmapped: the kernel has idmapped mounts, so bind mounts are shifted.
 	idmapped bool
@@ -434,7 +435,8 @@ func (d *Driver) writeEntrypoint(ctx context.Context, spec drivers.Spec) error {
 
 // Start starts the container and delivers its secret files (secrets.go);
 // a running one is left as it is (given its secret files if it lacks
-// them). While
+// them). The start waits for the instance's file request in flight, if
+// any (instanceGate). While
 // incusd finishes a stop (see instance) it refuses a start; Start then tries
 // again every 50ms for up to settleTimeout.
 func (d *Driver) Start(ctx context.Context, name string) error {
@@ -448,7 +450,7 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 	}
 	deadline := d.clock.Now().Add(settleTimeout)
 	for try := 1; ; try++ {
-		err := d.c.SetState(ctx, name, StatePut{Action: "start"})
+		err := d.gated(ctx, name, func() error { return d.c.SetState(ctx, name, StatePut{Action: "start"}) })
 		if err == nil {
 			if err := d.deliverSecrets(ctx, before); err != nil {
 				return err
@@ -776,7 +778,11 @@ func (d *Driver) lastExit(ctx context.Context, in Instance) (code int, signal st
 		return -1, "", false // see fileQuiet; a later Inspect reads it
 	}
 	code, signal = -1, "killed"
-	fr, err := d.c.ReadFile(ctx, in.Name, stateDir+"/"+exitCodeName, 0)
+	var fr FileRange
+	err := d.gated(ctx, in.Name, func() (err error) {
+		fr, err = d.c.ReadFile(ctx, in.Name, stateDir+"/"+exitCodeName, 0)
+		return err
+	})
 	d.noteFileError(in.Name, err)
 	switch {
 	case err == nil:

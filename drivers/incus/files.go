@@ -81,7 +81,7 @@ func (d *Driver) withFiles(ctx context.Context, name string, call func() error) 
 		if !d.waitFiles(ctx, name) {
 			return ctx.Err()
 		}
-		err := call()
+		err := d.gated(ctx, name, call)
 		if !d.noteFileError(name, err) || attempt == fileAttempts {
 			return err
 		}
@@ -97,4 +97,66 @@ func (d *Driver) readFile(ctx context.Context, name, path string, offset int64) 
 		return err
 	})
 	return fr, err
+}
+
+// instanceGate lets one request at a time touch an instance's files or
+// start it. incusd 6.0 serves the files of a stopped container through a
+// helper (forkfile) that mounts its root; a start waits for that helper to
+// exit, and stops it only if it finds the helper's pid file. A start that
+// lands while a file request is still spawning the helper misses the pid
+// file and then waits for the helper's own exit, 15s after the last
+// request, and every later file request keeps it alive. The replica
+// reads a dead instance's exit code and output while it restarts it, so
+// this happened (CI: a box's start blocked for minutes, every retry timing
+// out). With the gate, a start comes after the file request has returned,
+// when the helper's pid file is written and the start can stop it.
+type instanceGate struct {
+	mu    sync.Mutex
+	slots map[string]*gateSlot
+}
+
+type gateSlot struct {
+	turn  chan struct{}
+	users int
+}
+
+// enter waits for name's turn; leave gives it back. It returns ctx's
+// error when ctx ends first.
+func (g *instanceGate) enter(ctx context.Context, name string) (leave func(), err error) {
+	g.mu.Lock()
+	if g.slots == nil {
+		g.slots = map[string]*gateSlot{}
+	}
+	s := g.slots[name]
+	if s == nil {
+		s = &gateSlot{turn: make(chan struct{}, 1)}
+		g.slots[name] = s
+	}
+	s.users++
+	g.mu.Unlock()
+	select {
+	case s.turn <- struct{}{}:
+		return func() { <-s.turn; g.release(name, s) }, nil
+	case <-ctx.Done():
+		g.release(name, s)
+		return nil, ctx.Err()
+	}
+}
+
+func (g *instanceGate) release(name string, s *gateSlot) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.users--; s.users == 0 {
+		delete(g.slots, name)
+	}
+}
+
+// gated runs call in name's turn (see instanceGate).
+func (d *Driver) gated(ctx context.Context, name string, call func() error) error {
+	leave, err := d.gate.enter(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return call()
 }
