@@ -123,6 +123,9 @@ start() {
 		[ $tries -lt 20 ] || { log "no free port near ${ENGENHO_MINIO_PORT:-9900}"; exit 1; }
 		PORT=$((PORT + 2))
 	done
+	# Another MinIO (another clone's) holds the default port and may keep
+	# its data under the default directory: this one gets its own.
+	[ "$PORT" = "${ENGENHO_MINIO_PORT:-9900}" ] || BASE="$BASE-$PORT"
 	rm -rf "$BASE/data"
 	mkdir -p "$BASE/data"
 	chmod 700 "$BASE"
