@@ -436,9 +436,9 @@ func (d *Driver) writeEntrypoint(ctx context.Context, spec drivers.Spec) error {
 // Start starts the container and delivers its secret files (secrets.go);
 // a running one is left as it is (given its secret files if it lacks
 // them). The start waits for the instance's file request in flight, if
-// any (instanceGate). While
-// incusd finishes a stop (see instance) it refuses a start; Start then tries
-// again every 50ms for up to settleTimeout.
+// any (instanceGate). While incusd finishes a stop (see instance) it
+// refuses a start; Start then tries again every 50ms for up to
+// settleTimeout.
 func (d *Driver) Start(ctx context.Context, name string) error {
 	if err := checkName("start", name); err != nil {
 		return err

@@ -73,6 +73,10 @@ func TestStartWaitingForTheGateEndsWithItsContext(t *testing.T) {
 	if !errors.Is(err, drivers.ErrTransient) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Start behind a held file request: %v, want a transient deadline error", err)
 	}
+	var de *drivers.Error
+	if !errors.As(err, &de) || de.Op != "start" || de.Instance != "web-1" {
+		t.Fatalf("Start behind a held file request: %v, want it to name the start of web-1", err)
+	}
 }
 
 // The gate forgets an instance once nobody waits for it.
