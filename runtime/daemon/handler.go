@@ -421,7 +421,7 @@ func errCode(err error) error {
 		return control.Errorf(control.CodeNotFound, "%v", err)
 	case errors.Is(err, ErrRemoving), errors.Is(err, journal.ErrNoPrevious):
 		return control.Errorf(control.CodeConflict, "%v", err)
-	case errors.Is(err, journal.ErrNoSpace):
+	case errors.Is(err, journal.ErrNoSpace), errors.Is(err, journal.ErrWriteFailed):
 		return control.Errorf(control.CodeUnavailable, "%v", err)
 	}
 	return control.Errorf(control.CodeInvalid, "%v", err)

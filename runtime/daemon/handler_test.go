@@ -1,9 +1,14 @@
 package daemon
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/engenho/engenho/runtime/control"
+	"github.com/engenho/engenho/runtime/journal"
 	"github.com/engenho/engenho/runtime/lifecycle"
 )
 
@@ -28,6 +33,21 @@ func TestNotRunningSaysWhatTheRuntimeDoes(t *testing.T) {
 		}
 		if hint := strings.Contains(got, "engenho start"); hint != c.startHint {
 			t.Errorf("%s: %q: start hint %v, want %v", c.st.Name, got, hint, c.startHint)
+		}
+	}
+}
+
+// REL-5: a journal write the disk failed is the node's trouble, not the
+// caller's: it answers unavailable (retry), like a full disk, never
+// invalid.
+func TestAFailedJournalWriteAnswersUnavailable(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("scale shop/web: %w: %w", errRecording, &journal.WriteError{Dir: "/d/journal", Err: syscall.EIO}),
+		fmt.Errorf("stop: %w", &journal.NoSpaceError{Dir: "/d/journal", Free: 1, Reserve: 2}),
+	} {
+		var ce *control.Error
+		if !errors.As(errCode(err), &ce) || ce.Code != control.CodeUnavailable {
+			t.Errorf("errCode(%v) = %v, want code %s", err, errCode(err), control.CodeUnavailable)
 		}
 	}
 }

@@ -33,7 +33,7 @@ const (
 // own synced transaction and returns its sequence number.
 func (j *Journal) RecordAudit(e messages.AuditEntry) (uint64, error) {
 	var seq uint64
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		var err error
 		seq, err = j.writeAudit(txn, &e)
 		return err
@@ -45,7 +45,7 @@ func (j *Journal) RecordAudit(e messages.AuditEntry) (uint64, error) {
 }
 
 // writeAudit appends e inside txn and trims the log to its bound.
-func (j *Journal) writeAudit(txn *badger.Txn, e *messages.AuditEntry) (uint64, error) {
+func (j *Journal) writeAudit(txn *writeTxn, e *messages.AuditEntry) (uint64, error) {
 	if err := checkAudit(e); err != nil {
 		return 0, err
 	}
@@ -67,7 +67,7 @@ func (j *Journal) writeAudit(txn *badger.Txn, e *messages.AuditEntry) (uint64, e
 }
 
 // trimAudit deletes the entries numbered at or below last-keep.
-func trimAudit(txn *badger.Txn, last uint64, keep int) error {
+func trimAudit(txn *writeTxn, last uint64, keep int) error {
 	if keep <= 0 || last <= uint64(keep) {
 		return nil
 	}

@@ -48,7 +48,7 @@ func (j *Journal) RecordBoot(a BootAttempt) (BootAttempt, error) {
 	if a.StartedAt.IsZero() {
 		a.StartedAt = j.opts.Clock.Now()
 	}
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		last, err := lastBootNumber(txn)
 		if err != nil {
 			return err
@@ -76,7 +76,7 @@ func (j *Journal) BootAttempts() ([]BootAttempt, error) {
 	return out, nil
 }
 
-func lastBootNumber(txn *badger.Txn) (uint64, error) {
+func lastBootNumber(txn reader) (uint64, error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(PrefixBoot), Reverse: true})
 	defer it.Close()
 	it.Seek(append([]byte(PrefixBoot), 0xff))
@@ -87,7 +87,7 @@ func lastBootNumber(txn *badger.Txn) (uint64, error) {
 }
 
 // pruneBoots deletes attempts numbered at or below newest-MaxBootAttempts.
-func pruneBoots(txn *badger.Txn, newest uint64) error {
+func pruneBoots(txn *writeTxn, newest uint64) error {
 	if newest <= MaxBootAttempts {
 		return nil
 	}

@@ -121,7 +121,7 @@ func (j *Journal) RemoveStack(stack string) error {
 	if err := checkName("stack", stack); err != nil {
 		return err
 	}
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		if err := txn.Delete(desiredKey(stack)); err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (j *Journal) RemoveStack(stack string) error {
 
 // dropStaleFailed deletes the stack's failed-revision records whose
 // deployment is neither current nor previous.
-func dropStaleFailed(txn *badger.Txn, st StackState) error {
+func dropStaleFailed(txn *writeTxn, st StackState) error {
 	keep := map[uint64]bool{st.Current.ID: true}
 	if st.Previous != nil {
 		keep[st.Previous.ID] = true

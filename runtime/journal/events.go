@@ -109,7 +109,7 @@ func openEventLog(j *Journal, memTableSize int64) (*eventLog, error) {
 	return l, nil
 }
 
-func lastEventKey(txn *badger.Txn) (uint64, error) {
+func lastEventKey(txn reader) (uint64, error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(PrefixEvent), Reverse: true})
 	defer it.Close()
 	it.Seek(append([]byte(PrefixEvent), 0xff))
@@ -169,18 +169,28 @@ func (l *eventLog) commit(reqs []*appendReq) {
 	var err error
 	if l.failed.Load() {
 		err = ErrEventLogFailed
-	} else if err = l.j.space.check(); err != nil {
+	} else if err = l.writable(); err != nil {
 		l.drop(reqs, err)
-	} else if err = l.write(l.withDropped(reqs)); err != nil {
-		l.failed.Store(true)
-		l.j.log.Error().Err(err).Uint64("last_seq", l.last).Msg("event commit failed; event log refuses further appends")
-		err = fmt.Errorf("%w: %w", ErrEventLogFailed, err)
+	} else {
+		batch, notice := l.withDropped(reqs)
+		err = l.write(batch)
+		if l.recorded(notice) {
+			l.dropped = 0
+		}
+		switch {
+		case errors.Is(err, ErrWriteFailed):
+			l.drop(reqs, err)
+		case err != nil:
+			l.failed.Store(true)
+			l.j.log.Error().Err(err).Uint64("last_seq", l.last).Msg("event commit failed; event log refuses further appends")
+			err = fmt.Errorf("%w: %w", ErrEventLogFailed, err)
+		}
 	}
 	for _, r := range reqs {
 		if r.done == nil {
 			continue
 		}
-		if r.last != 0 && r.last <= l.last {
+		if l.recorded(r) {
 			r.done <- appendReply{last: r.last}
 		} else {
 			r.done <- appendReply{err: err}
@@ -188,33 +198,50 @@ func (l *eventLog) commit(reqs []*appendReq) {
 	}
 }
 
-// drop refuses a batch while the disk is short of the reserve: appends
-// get the error, emitted events are counted as dropped. The event log
-// stays usable: the next batch with room is written.
+// writable says why the journal cannot take events now: its disk is short
+// of the reserve, or it waits for the disk after a failed write.
+func (l *eventLog) writable() error {
+	if err := l.j.space.check(); err != nil {
+		return err
+	}
+	return l.j.resync()
+}
+
+// recorded says whether every event of r is committed.
+func (l *eventLog) recorded(r *appendReq) bool {
+	return r != nil && r.last != 0 && r.last <= l.last
+}
+
+// drop counts the emitted events of reqs that were not recorded (the disk
+// short of the reserve, or failing a write): appends get the error. The
+// event log stays usable: the next batch that can be written is, led by
+// an event that says how many were lost (withDropped). Sequence numbers
+// stay gapless: a failed commit is undone, and its numbers are reused.
 func (l *eventLog) drop(reqs []*appendReq, err error) {
 	n := 0
 	for _, r := range reqs {
-		if r.done == nil {
+		if r.done == nil && !l.recorded(r) {
 			n += len(r.events)
 		}
 	}
 	if l.dropped == 0 && n > 0 {
-		l.j.log.Error().Err(err).Msg("disk short of the journal's reserve: events are not recorded until there is room")
+		l.j.log.Error().Err(err).Msg("the journal cannot write: events are not recorded until it can")
 	}
 	l.dropped += n
 }
 
 // withDropped puts, ahead of reqs, the event saying how many events were
-// not recorded while the disk was short, once there is room again.
-func (l *eventLog) withDropped(reqs []*appendReq) []*appendReq {
+// not recorded while the journal could not write, once it can again.
+func (l *eventLog) withDropped(reqs []*appendReq) ([]*appendReq, *appendReq) {
 	if l.dropped == 0 {
-		return reqs
+		return reqs, nil
 	}
 	ev := messages.Event{Kind: messages.KindEventsDropped, Level: messages.LevelWarn, Actor: "journal",
-		UnixMs:  l.j.opts.Clock.Now().UnixMilli(),
-		Message: fmt.Sprintf("%d events were not recorded while the disk had less free space than the journal's reserve", l.dropped)}
-	l.dropped = 0
-	return append([]*appendReq{{events: []messages.Event{ev}}}, reqs...)
+		UnixMs: l.j.opts.Clock.Now().UnixMilli(),
+		Message: fmt.Sprintf("%d events were not recorded while the journal could not write (its disk short of the reserve, or failing writes)",
+			l.dropped)}
+	notice := &appendReq{events: []messages.Event{ev}}
+	return append([]*appendReq{notice}, reqs...), notice
 }
 
 // write assigns sequence numbers and commits the events, in several
@@ -222,9 +249,8 @@ func (l *eventLog) withDropped(reqs []*appendReq) []*appendReq {
 // also records the last sequence number under keyEventSeq, so retention
 // can empty the log without the count going back.
 func (l *eventLog) write(reqs []*appendReq) error {
-	db := l.j.db
 	l.j.compact.wrote()
-	txn := db.NewTransaction(true)
+	txn := l.j.newWrite()
 	defer func() { txn.Discard() }()
 	seq, inTxn, txnBytes := l.last, 0, 0
 	flush := func() error {
@@ -234,11 +260,11 @@ func (l *eventLog) write(reqs []*appendReq) error {
 		if err := setJSON(txn, []byte(keyEventSeq), seq); err != nil {
 			return err
 		}
-		if err := txn.Commit(); err != nil {
+		if err := l.j.commit(txn); err != nil {
 			return err
 		}
 		l.publish(seq)
-		txn, inTxn, txnBytes = db.NewTransaction(true), 0, 0
+		txn, inTxn, txnBytes = l.j.newWrite(), 0, 0
 		return nil
 	}
 	for _, r := range reqs {
@@ -434,7 +460,7 @@ func (j *Journal) FirstSeq() (uint64, error) {
 	return first, nil
 }
 
-func firstEventSeq(txn *badger.Txn) (uint64, error) {
+func firstEventSeq(txn reader) (uint64, error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(PrefixEvent)})
 	defer it.Close()
 	it.Rewind()

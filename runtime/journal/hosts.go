@@ -14,7 +14,7 @@ func (j *Journal) SetDue(host string, at time.Time) error {
 	if err := checkHost(host); err != nil {
 		return err
 	}
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		if at.IsZero() {
 			return txn.Delete(dueKey(host))
 		}
@@ -62,7 +62,7 @@ func (j *Journal) OweRelease(r messages.OwedRelease) error {
 	if r.OwedSince.IsZero() {
 		r.OwedSince = j.opts.Clock.Now()
 	}
-	err := j.update(func(txn *badger.Txn) error { return setJSON(txn, owedKey(r.Host), r) })
+	err := j.update(func(txn *writeTxn) error { return setJSON(txn, owedKey(r.Host), r) })
 	if err != nil {
 		return fmt.Errorf("journal: host %s: owe release: %w", r.Host, err)
 	}
@@ -76,7 +76,7 @@ func (j *Journal) SettleRelease(host, epoch string) (settled bool, err error) {
 	if err := checkHost(host); err != nil {
 		return false, err
 	}
-	err = j.update(func(txn *badger.Txn) error {
+	err = j.update(func(txn *writeTxn) error {
 		var r messages.OwedRelease
 		found, err := getJSON(txn, owedKey(host), &r)
 		if err != nil || !found || r.Epoch != epoch {

@@ -24,7 +24,7 @@ func (j *Journal) EnsureIdentity(name string) (id Identity, created bool, err er
 	if name == "" {
 		return Identity{}, false, invalid("identity name", "empty")
 	}
-	err = j.update(func(txn *badger.Txn) error {
+	err = j.update(func(txn *writeTxn) error {
 		found, err := getJSON(txn, []byte(KeyIdentity), &id)
 		if err != nil || found {
 			return err
@@ -58,7 +58,7 @@ func (j *Journal) Identity() (id Identity, found bool, err error) {
 // ClearIdentity removes the identity and returns what it was, so that
 // `reinit identity` (DMN-14) can set it aside in the attic. Synced.
 func (j *Journal) ClearIdentity() (old Identity, found bool, err error) {
-	err = j.update(func(txn *badger.Txn) error {
+	err = j.update(func(txn *writeTxn) error {
 		found, err = getJSON(txn, []byte(KeyIdentity), &old)
 		if err != nil || !found {
 			return err
@@ -89,7 +89,7 @@ func (j *Journal) AdoptIdentity(want Identity) (adopted bool, err error) {
 	if want.Name == "" || want.ID == "" {
 		return false, invalid("identity", "name and id are required")
 	}
-	err = j.update(func(txn *badger.Txn) error {
+	err = j.update(func(txn *writeTxn) error {
 		var cur Identity
 		found, err := getJSON(txn, []byte(KeyIdentity), &cur)
 		if err != nil {

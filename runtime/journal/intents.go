@@ -51,7 +51,7 @@ func (j *Journal) StopServiceAudited(stack, service string, by *Who, audit *mess
 			return fmt.Errorf("service %s/%s: %w", stack, service, err)
 		}
 	}
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		if err := j.auditIntent(txn, stack, audit); err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (j *Journal) StartServiceAudited(stack, service string, audit *messages.Aud
 	if err := checkService(stack, service); err != nil {
 		return err
 	}
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		if err := j.auditIntent(txn, stack, audit); err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func (j *Journal) StartServiceAudited(stack, service string, audit *messages.Aud
 
 // auditIntent appends audit (when set) with the stack's current
 // deployment as both from and to: an intent changes no deployment.
-func (j *Journal) auditIntent(txn *badger.Txn, stack string, audit *messages.AuditEntry) error {
+func (j *Journal) auditIntent(txn *writeTxn, stack string, audit *messages.AuditEntry) error {
 	if audit == nil {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (j *Journal) SaveRollout(p RolloutProgress) error {
 	if p.UpdatedAt.IsZero() {
 		p.UpdatedAt = j.opts.Clock.Now()
 	}
-	err := j.update(func(txn *badger.Txn) error { return setJSON(txn, rolloutKey(p.Stack, p.Service), p) })
+	err := j.update(func(txn *writeTxn) error { return setJSON(txn, rolloutKey(p.Stack, p.Service), p) })
 	if err != nil {
 		return fmt.Errorf("journal: rollout %s/%s: save: %w", p.Stack, p.Service, err)
 	}
@@ -201,7 +201,7 @@ func (j *Journal) ClearRollout(stack, service string) error {
 	if err := checkService(stack, service); err != nil {
 		return err
 	}
-	err := j.update(func(txn *badger.Txn) error { return txn.Delete(rolloutKey(stack, service)) })
+	err := j.update(func(txn *writeTxn) error { return txn.Delete(rolloutKey(stack, service)) })
 	if err != nil {
 		return fmt.Errorf("journal: rollout %s/%s: clear: %w", stack, service, err)
 	}
@@ -234,7 +234,7 @@ func (j *Journal) MarkFailed(f FailedRevision) error {
 		f.At = j.opts.Clock.Now()
 	}
 	key := failedKey(f.Stack, f.Service, f.Deployment, f.Revision)
-	err := j.update(func(txn *badger.Txn) error { return setJSON(txn, key, f) })
+	err := j.update(func(txn *writeTxn) error { return setJSON(txn, key, f) })
 	if err != nil {
 		return fmt.Errorf("journal: failed revision %s/%s: %w", f.Stack, f.Service, err)
 	}

@@ -149,6 +149,11 @@ type Journal struct {
 	// intentMu serialises read-modify-write of non-event records.
 	intentMu sync.Mutex
 
+	// unsynced: the disk failed a write and resync has not yet put the
+	// memory table on disk (writefail.go); resyncMu serialises resync.
+	unsynced atomic.Bool
+	resyncMu sync.Mutex
+
 	events  *eventLog
 	space   *space
 	closing chan struct{} // closed by Close: stops background loops
@@ -375,7 +380,7 @@ func (j *Journal) read(fn func(txn *badger.Txn) error) error {
 
 // update runs fn in a write transaction, serialised with other non-event
 // writes, and commits it synced (badger SyncWrites) before returning.
-func (j *Journal) update(fn func(txn *badger.Txn) error) error {
+func (j *Journal) update(fn func(txn *writeTxn) error) error {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
@@ -386,8 +391,16 @@ func (j *Journal) update(fn func(txn *badger.Txn) error) error {
 	if err := j.space.check(); err != nil {
 		return err
 	}
+	if err := j.resync(); err != nil {
+		return err
+	}
 	j.compact.wrote()
-	return j.db.Update(fn)
+	txn := j.newWrite()
+	defer txn.Discard()
+	if err := fn(txn); err != nil {
+		return err
+	}
+	return j.commit(txn)
 }
 
 // SpaceShort reports whether the last write found less free space than
@@ -395,7 +408,7 @@ func (j *Journal) update(fn func(txn *badger.Txn) error) error {
 func (j *Journal) SpaceShort() bool { return j.space.short.Load() }
 
 // getJSON decodes the value at key into v; found is false when absent.
-func getJSON(txn *badger.Txn, key []byte, v any) (found bool, err error) {
+func getJSON(txn reader, key []byte, v any) (found bool, err error) {
 	item, err := txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return false, nil
@@ -410,7 +423,7 @@ func getJSON(txn *badger.Txn, key []byte, v any) (found bool, err error) {
 	return true, nil
 }
 
-func setJSON(txn *badger.Txn, key []byte, v any) error {
+func setJSON(txn *writeTxn, key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
@@ -420,7 +433,7 @@ func setJSON(txn *badger.Txn, key []byte, v any) error {
 
 // eachJSON calls fn with every key under prefix and its raw value, in key
 // order.
-func eachJSON(txn *badger.Txn, prefix string, fn func(key, val []byte) error) error {
+func eachJSON(txn reader, prefix string, fn func(key, val []byte) error) error {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), PrefetchValues: true, PrefetchSize: 64})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -450,7 +463,7 @@ func listJSON[T any](j *Journal, prefix string) ([]T, error) {
 }
 
 // deletePrefix deletes every key under prefix inside txn.
-func deletePrefix(txn *badger.Txn, prefix string) error {
+func deletePrefix(txn *writeTxn, prefix string) error {
 	var keys [][]byte
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
 	for it.Rewind(); it.Valid(); it.Next() {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"github.com/engenho/engenho/drivers/drivertest/faultfs"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 // checks that no test leaves a goroutine behind (background GC,
 // retention, committer and subscriptions all end with Close).
 func TestMain(m *testing.M) {
+	faultfs.ServeIfChild()
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		os.Exit(crashChild(dir))
 	}

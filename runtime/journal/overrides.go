@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/engenho/engenho/messages"
 )
@@ -122,7 +121,7 @@ func (j *Journal) ChangeStack(stack string, c StackChange) (StackState, error) {
 		c.Deploy.AppliedAt = j.opts.Clock.Now()
 	}
 	var st StackState
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		var before StackState
 		found, err := getJSON(txn, desiredKey(stack), &before)
 		if err != nil {
@@ -142,7 +141,7 @@ func (j *Journal) ChangeStack(stack string, c StackChange) (StackState, error) {
 	return st, nil
 }
 
-func changeStack(txn *badger.Txn, stack string, c StackChange) (StackState, error) {
+func changeStack(txn *writeTxn, stack string, c StackChange) (StackState, error) {
 	var st StackState
 	found, err := getJSON(txn, desiredKey(stack), &st)
 	if err != nil {
@@ -176,7 +175,7 @@ func changeStack(txn *badger.Txn, stack string, c StackChange) (StackState, erro
 }
 
 // deploy makes d the current deployment with the next id of the stack.
-func deploy(txn *badger.Txn, stack string, st StackState, found bool, d Deployment) (StackState, error) {
+func deploy(txn *writeTxn, stack string, st StackState, found bool, d Deployment) (StackState, error) {
 	var seq uint64
 	if _, err := getJSON(txn, deploySeqKey(stack), &seq); err != nil {
 		return st, err

@@ -105,21 +105,24 @@ func olderThan(item *badger.Item, cutMs int64) (bool, error) {
 
 // deleteKeys deletes keys in as many synced transactions as badger needs.
 func (l *eventLog) deleteKeys(keys [][]byte) error {
+	if err := l.j.resync(); err != nil {
+		return err
+	}
 	l.j.compact.wrote()
-	txn := l.j.db.NewTransaction(true)
+	txn := l.j.newWrite()
 	defer func() { txn.Discard() }()
 	for _, k := range keys {
 		err := txn.Delete(k)
 		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err = txn.Commit(); err != nil {
+			if err = l.j.commit(txn); err != nil {
 				return err
 			}
-			txn = l.j.db.NewTransaction(true)
+			txn = l.j.newWrite()
 			err = txn.Delete(k)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return txn.Commit()
+	return l.j.commit(txn)
 }

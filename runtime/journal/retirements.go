@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/engenho/engenho/configs/stackfile"
 )
@@ -51,7 +50,7 @@ func (j *Journal) MarkRetirementPending(p PendingRetirement) error {
 		p.Since = j.opts.Clock.Now()
 	}
 	key := []byte(retirementPrefix(p.Stack, p.Service) + p.ID)
-	err := j.update(func(txn *badger.Txn) error {
+	err := j.update(func(txn *writeTxn) error {
 		var old PendingRetirement
 		if found, err := getJSON(txn, key, &old); err != nil {
 			return err
@@ -73,7 +72,7 @@ func (j *Journal) ClearRetirementPending(stack, service, id string) error {
 		return fmt.Errorf("retirement %s/%s: %w", stack, service, err)
 	}
 	key := []byte(retirementPrefix(stack, service) + id)
-	if err := j.update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
+	if err := j.update(func(txn *writeTxn) error { return txn.Delete(key) }); err != nil {
 		return fmt.Errorf("journal: retirement %s/%s %s: %w", stack, service, id, err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Import writes records salvaged from another journal (`reinit journal`)
@@ -27,7 +26,7 @@ func (j *Journal) Import(records []Record) (int, error) {
 			batch = batch[:1000]
 		}
 		records = records[len(batch):]
-		err := j.update(func(txn *badger.Txn) error {
+		err := j.update(func(txn *writeTxn) error {
 			for _, r := range batch {
 				if !strings.HasPrefix(r.Key, keyVersion) || !json.Valid(r.Value) {
 					return invalid("import", "record %q is not a journal record", r.Key)
