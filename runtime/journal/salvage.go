@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
 )
 
 // Import writes records salvaged from another journal (`reinit journal`)
