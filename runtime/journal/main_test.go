@@ -2,7 +2,6 @@ package journal
 
 import (
 	"fmt"
-	"github.com/engenho/engenho/drivers/drivertest/faultfs"
 	"os"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/drivertest/faultfs"
 )
 
 // TestMain runs the crash child when re-executed by crash_test.go, and
