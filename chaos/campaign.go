@@ -83,6 +83,7 @@ type campaign struct {
 	incusProxy *faultproxy.Proxy
 	rep        *report.Report
 	comps      components
+	disk       dataDisk // node a's data disk (disk.full, disk.eio)
 
 	lastProgress time.Time
 }
@@ -210,7 +211,7 @@ func (c *campaign) plan() schedule.Plan {
 func planFor(sc Scenario, seed uint64, faults int, comps components) schedule.Plan {
 	return schedule.Plan{Seed: seed, Faults: faults, Mix: sc.Mix, IntentEvery: sc.IntentEvery,
 		Available: map[schedule.Need]bool{schedule.NeedIncus: comps.incus, schedule.NeedHosts: comps.hosts, schedule.NeedCgroups: comps.cgroups,
-			schedule.NeedDisk: comps.disk, schedule.NeedS3Restart: comps.s3Restart && comps.s3Hosts},
+			schedule.NeedDisk: comps.disk, schedule.NeedFaultFS: comps.fuse, schedule.NeedS3Restart: comps.s3Restart && comps.s3Hosts},
 		Targets: append(stackSet{incus: comps.incus, cgroups: comps.cgroups}.targets(), comps.hostTargets()...)}
 }
 
@@ -245,7 +246,15 @@ func (c *campaign) setup(ctx context.Context) error {
 	if c.a, err = c.newNode("a", c.sc.Plant); err != nil {
 		return err
 	}
-	c.comps.disk, c.comps.diskNote = mountDataDisk(c.a.dataDir())
+	c.disk = mountDataDisk(c.a.dataDir())
+	c.comps.disk, c.comps.diskNote = c.disk.ok, c.disk.note
+	c.comps.fuse, c.comps.fuseNote = c.disk.fault != nil, c.disk.faultNote
+	if !c.disk.ok {
+		c.comps.fuseNote = c.disk.note
+	}
+	if err := c.comps.requireDisk(c.opts.Require); err != nil {
+		return fmt.Errorf("%w: %v", ErrSetup, err)
+	}
 	if err := c.a.start(ctx); err != nil {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
@@ -504,7 +513,7 @@ func (c *campaign) teardown() {
 	if c.a != nil {
 		_ = thaw(filepath.Join(c.a.dataDir(), "journal")) // a journal fault may have left it immutable
 		if c.comps.disk {
-			unmountDataDisk(c.a.dataDir())
+			unmountDataDisk(c.a.dataDir(), c.disk)
 		}
 	}
 	if c.opts.Keep || !c.rep.OK() {

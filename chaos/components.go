@@ -30,6 +30,8 @@ type components struct {
 	cgNote    string
 	disk      bool // node a's data directory on a file system of its own
 	diskNote  string
+	fuse      bool // that file system behind a fault file system (disk.eio)
+	fuseNote  string
 	hosts     bool // the fs host pair runs
 	s3Hosts   bool // the s3 host pair runs
 	hostsNote string
@@ -41,7 +43,7 @@ func (c components) drawn() []string {
 	for _, x := range []struct {
 		on   bool
 		name string
-	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}, {c.disk, "disk"}, {c.s3Restart, "s3-restart"}} {
+	}{{c.incus, "incus"}, {c.hosts, "hosts"}, {c.s3Hosts, "s3-hosts"}, {c.cgroups, "cgroups"}, {c.disk, "disk"}, {c.fuse, "fuse"}, {c.s3Restart, "s3-restart"}} {
 		if x.on {
 			out = append(out, x.name)
 		}
@@ -64,6 +66,8 @@ func componentsDrawn(names []string) components {
 			c.cgroups = true
 		case "disk":
 			c.disk = true
+		case "fuse":
+			c.fuse = true
 		case "s3-restart":
 			c.s3Restart = true
 		}
@@ -177,6 +181,25 @@ func (c components) require(names []string) error {
 	return nil
 }
 
+// requireDisk fails when ENGENHO_REQUIRE names disk or fuse and node a's
+// data disk (or the fault file system over it) could not be made: known
+// only once node a's directory exists, after require.
+func (c components) requireDisk(names []string) error {
+	for _, n := range names {
+		switch strings.TrimSpace(n) {
+		case "disk":
+			if !c.disk {
+				return fmt.Errorf("required by ENGENHO_REQUIRE but unavailable: disk (%s)", c.diskNote)
+			}
+		case "fuse":
+			if !c.fuse {
+				return fmt.Errorf("required by ENGENHO_REQUIRE but unavailable: fuse (%s)", c.fuseNote)
+			}
+		}
+	}
+	return nil
+}
+
 // requireHosts fails when ENGENHO_REQUIRE names s3 but the S3 host pair
 // did not come up: a campaign that silently drops the S3 faults would pass
 // without having tried them.
@@ -212,6 +235,7 @@ func (c components) list() []report.Component {
 		{Name: "s3", Available: c.s3, Note: s3Note},
 		{Name: "cgroups", Available: c.cgroups, Note: c.cgNote},
 		{Name: "disk", Available: c.disk, Note: c.diskNote},
+		{Name: "fuse", Available: c.fuse, Note: c.fuseNote},
 		{Name: "hosts", Available: c.hosts, Note: hostsNote},
 	}
 }

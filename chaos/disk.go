@@ -12,6 +12,7 @@ import (
 
 	"github.com/engenho/engenho/chaos/invariant"
 	"github.com/engenho/engenho/chaos/schedule"
+	"github.com/engenho/engenho/drivers/drivertest/faultfs"
 	"github.com/engenho/engenho/runtime/control"
 	"golang.org/x/sys/unix"
 )
@@ -22,30 +23,62 @@ import (
 // else (ext4, not tmpfs: journal.readonly needs chattr).
 const diskSize = "512M"
 
+// dataDisk is node a's data directory's own file system, when the
+// machine lets the campaign make one.
+type dataDisk struct {
+	ok   bool
+	note string
+	// fault is the FUSE loopback between the daemon and that file system
+	// (disk.eio); nil when FUSE cannot be mounted here (faultNote says why).
+	fault     *faultfs.FS
+	faultNote string
+}
+
 // mountDataDisk puts node a's data directory on a fresh ext4 file system
-// in a sparse image beside it. It says why not when it cannot: the disk
-// kinds are then not drawn.
-func mountDataDisk(dir string) (bool, string) {
-	img := dir + ".img"
+// in a sparse image beside it and, where FUSE can be mounted, behind a
+// fault file system: the ext4 file system is mounted on DIR.disk and the
+// loopback on DIR. It says why not when it cannot: the disk kinds are then
+// not drawn.
+func mountDataDisk(dir string) dataDisk {
+	img, backing := dir+".img", dir+".disk"
 	steps := [][]string{
 		{"truncate", "-s", diskSize, img},
 		{"mkfs.ext4", "-q", "-F", "-m", "0", img},
-		{"mkdir", "-p", dir},
-		{"mount", "-o", "loop", img, dir},
+		{"mkdir", "-p", dir, backing},
+		{"mount", "-o", "loop", img, backing},
 	}
 	for _, st := range steps {
 		if out, err := exec.Command(st[0], st[1:]...).CombinedOutput(); err != nil {
 			_ = os.Remove(img)
-			return false, fmt.Sprintf("making node a's data disk: %s: %v %s (needs root, mkfs.ext4 and a loop device)",
-				strings.Join(st, " "), err, strings.TrimSpace(string(out)))
+			return dataDisk{note: fmt.Sprintf("making node a's data disk: %s: %v %s (needs root, mkfs.ext4 and a loop device)",
+				strings.Join(st, " "), err, strings.TrimSpace(string(out)))}
 		}
 	}
-	return true, "node a's data directory on a " + diskSize + " ext4 file system of its own (a loop device)"
+	d := dataDisk{ok: true, note: "node a's data directory on a " + diskSize + " ext4 file system of its own (a loop device)"}
+	fault, err := faultfs.Mount(backing, dir)
+	if err == nil {
+		d.fault = fault
+		d.faultNote = "node a's data disk behind a FUSE loopback that can fail its writes with EIO"
+		return d
+	}
+	d.faultNote = err.Error()
+	// No FUSE: the ext4 file system goes on DIR itself.
+	_ = unix.Unmount(backing, 0)
+	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		_ = os.Remove(img)
+		return dataDisk{note: fmt.Sprintf("mounting node a's data disk on %s: %v %s", dir, err, strings.TrimSpace(string(out)))}
+	}
+	return d
 }
 
 // unmountDataDisk undoes mountDataDisk once every daemon is gone.
-func unmountDataDisk(dir string) {
-	_ = unix.Unmount(dir, unix.MNT_DETACH)
+func unmountDataDisk(dir string, d dataDisk) {
+	if d.fault != nil {
+		_ = d.fault.Unmount()
+		_ = unix.Unmount(dir+".disk", unix.MNT_DETACH)
+	} else {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+	}
 	_ = os.Remove(dir + ".img")
 }
 
@@ -91,8 +124,8 @@ func (c *campaign) injectDiskFull(ctx context.Context, f schedule.Fault, inj *in
 	}
 	defer os.Remove(c.ballastPath())
 	inj.detail = fmt.Sprintf("filled with %d MiB", n>>20)
-	answer := c.intentOnFullDisk(ctx, inj)
-	inj.detail += "; a scale on the full disk: " + answer.note
+	answer := c.intentOnBadDisk(ctx, inj, "free", true)
+	inj.detail += "; an intent on the full disk: " + answer.note
 	if !answer.ok {
 		inj.violations = append(inj.violations, invariant.Violation{Invariant: invariant.FaultEffect, Subject: "node a",
 			Safety: true, Evidence: "on a full disk: " + answer.note})
@@ -119,18 +152,22 @@ func (c *campaign) injectDiskFull(ctx context.Context, f schedule.Fault, inj *in
 	return os.Remove(c.ballastPath())
 }
 
-// fullDiskAnswer is how the daemon answered an intent on a full disk.
-type fullDiskAnswer struct {
+// diskAnswer is how the daemon answered an intent on a full or failing
+// disk.
+type diskAnswer struct {
 	ok   bool
 	note string
 }
 
-// intentOnFullDisk asks a stop of jobs/worker (a start when it is
+// intentOnBadDisk asks a stop of jobs/worker (a start when it is
 // stopped), an intent the journal must record, and judges the answer:
-// refused as unavailable, naming the free space. Acknowledged is possible
-// only while the journal still had its reserve: it is then recorded in
-// the campaign's want like any intent.
-func (c *campaign) intentOnFullDisk(ctx context.Context, inj *injected) fullDiskAnswer {
+// refused as unavailable, with a message that says what is wrong with the
+// disk (says). Acknowledged is fine only when ackOK (a full disk whose
+// journal still had its reserve): it is then recorded in the campaign's
+// want like any intent. A refused intent stays out of the want: if it
+// came into force anyway, the final checks see a service that is not as
+// wanted.
+func (c *campaign) intentOnBadDisk(ctx context.Context, inj *injected, says string, ackOK bool) diskAnswer {
 	sw, _ := c.want.Service(svcWorker)
 	in := schedule.Intent{Op: "stop", Service: svcWorker}
 	if sw.Stopped {
@@ -141,12 +178,60 @@ func (c *campaign) intentOnFullDisk(ctx context.Context, inj *injected) fullDisk
 	switch {
 	case err == nil:
 		inj.acks = append(inj.acks, ack)
-		return fullDiskAnswer{ok: true, note: in.String() + " acknowledged (the journal still had room)"}
-	case errors.As(err, &ce) && ce.Code == control.CodeUnavailable && strings.Contains(ce.Message, "free"):
-		return fullDiskAnswer{ok: true, note: in.String() + " refused: " + ce.Message}
+		if ackOK {
+			return diskAnswer{ok: true, note: in.String() + " acknowledged (the journal still had room)"}
+		}
+		return diskAnswer{ok: false, note: in.String() + " acknowledged, though no write can reach the disk"}
+	case errors.As(err, &ce) && ce.Code == control.CodeUnavailable && strings.Contains(ce.Message, says):
+		return diskAnswer{ok: true, note: in.String() + " refused: " + ce.Message}
 	default:
-		return fullDiskAnswer{ok: false, note: in.String() + " answered " + err.Error() + ", want a refusal that says the disk is short"}
+		return diskAnswer{ok: false, note: in.String() + " answered " + err.Error() + ", want a refusal (unavailable) that says " + says}
 	}
+}
+
+// injectDiskEIO fails every write to node a's data disk with EIO for
+// hold_ms: below the daemon, in the kernel (a FUSE loopback), so badger's
+// syncs, the state files and the logs all meet it. The daemon must keep
+// running what runs (nothing healthy restarted), refuse an intent as
+// unavailable saying the disk failed a write, keep that intent out of
+// force, and take intents again once the disk writes. With kill=1 it is
+// SIGKILLed as the failure ends and relaunched: every intent it
+// acknowledged must be in force after (REL-3) and the refused one must
+// not, which the final checks see through the campaign's want.
+func (c *campaign) injectDiskEIO(ctx context.Context, f schedule.Fault, inj *injected) error {
+	fs := c.disk.fault
+	inj.target = c.a.dataDir()
+	before := fs.Refused()
+	fs.FailWrites(true)
+	defer fs.FailWrites(false)
+	answer := c.intentOnBadDisk(ctx, inj, "the disk failed a write", false)
+	inj.detail = "writes fail with EIO; an intent on the failing disk: " + answer.note
+	if !answer.ok {
+		inj.violations = append(inj.violations, invariant.Violation{Invariant: invariant.FaultEffect, Subject: "node a",
+			Safety: true, Evidence: "on a disk that fails writes: " + answer.note})
+	}
+	if err := sleep(ctx, time.Duration(f.Param("hold_ms"))*time.Millisecond); err != nil {
+		return err
+	}
+	fs.FailWrites(false)
+	inj.detail += fmt.Sprintf("; %d writes failed in %dms", fs.Refused()-before, f.Param("hold_ms"))
+	if !c.a.alive() {
+		inj.violations = append(inj.violations, invariant.Violation{Invariant: invariant.FaultEffect, Subject: "node a", Safety: true,
+			Evidence: "the daemon exited on a disk that failed writes (see " + c.a.logPath() + ")"})
+		return c.a.launch() // so the campaign can go on
+	}
+	if f.Param("kill") == 1 {
+		old := c.a.currentPid()
+		if err := c.a.kill(); err != nil {
+			return err
+		}
+		if err := c.a.launch(); err != nil {
+			return err
+		}
+		inj.detail += fmt.Sprintf("; pid %d killed and relaunched", old)
+		inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
+	}
+	return nil
 }
 
 // injectTornState kills node a's daemon, tears one process instance's

@@ -262,6 +262,8 @@ func (c *campaign) inject(ctx context.Context, f schedule.Fault, before observat
 		return c.injectCompound(ctx, f, before, inj)
 	case schedule.DiskFull:
 		return c.injectDiskFull(ctx, f, inj)
+	case schedule.DiskEIO:
+		return c.injectDiskEIO(ctx, f, inj)
 	case schedule.DiskTornState:
 		return c.injectTornState(ctx, f, before, inj)
 	case schedule.ClockJump:

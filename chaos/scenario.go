@@ -54,7 +54,7 @@ var fullMix = schedule.Mix{
 	schedule.DriverFail: 7, schedule.DriverTimeout: 2, schedule.DriverHang: 1,
 	schedule.StoreError: 2, schedule.StoreLatency: 2, schedule.StoreConflict: 2, schedule.LeaseExpire: 1,
 	schedule.DaemonKill: 8, schedule.DaemonKillRollout: 4, schedule.DaemonKillSleep: 1,
-	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskTornState: 1,
+	schedule.DaemonKillAwake: 1, schedule.DaemonStop: 3, schedule.DaemonFDLimit: 2, schedule.DiskFull: 2, schedule.DiskEIO: 2, schedule.DiskTornState: 1,
 	schedule.ClockJump: 2, schedule.ClockJumpAwake: 2,
 	schedule.S3Error: 2, schedule.S3Latency: 1, schedule.S3Reset: 2, schedule.S3Truncate: 2, schedule.S3Restart: 1,
 	schedule.IncusAPIError: 2, schedule.IncusAPISlow: 1, schedule.IncusRestart: 1,
@@ -151,7 +151,7 @@ func ScenarioNames() []string {
 // performance targets (CHS-3).
 func bound(k schedule.Kind) time.Duration {
 	switch k {
-	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull, schedule.DiskTornState, schedule.S3Partition, schedule.S3Restart,
+	case schedule.DaemonKill, schedule.DaemonKillRollout, schedule.DaemonKillSleep, schedule.DaemonKillAwake, schedule.DaemonStopAwake, schedule.DiskFull, schedule.DiskEIO, schedule.DiskTornState, schedule.S3Partition, schedule.S3Restart,
 		schedule.ConfigTruncate, schedule.ConfigHalf,
 		schedule.JournalCorrupt, schedule.JournalReadonly:
 		return 2 * time.Minute

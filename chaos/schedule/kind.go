@@ -83,6 +83,12 @@ const (
 	// with kill=1 kills the daemon meanwhile): it keeps running what runs,
 	// refuses intents saying so, and serves again once there is room.
 	DiskFull Kind = "disk.full"
+	// DiskEIO makes every write to node a's data disk fail with EIO for a
+	// while (a FUSE file system under the data directory; with kill=1 the
+	// daemon is also SIGKILLed at its end): it keeps running what runs,
+	// refuses intents saying the disk failed, keeps a refused intent out
+	// of force, and loses nothing it acknowledged.
+	DiskEIO Kind = "disk.eio"
 	// DiskTornState kills node a's daemon, tears one process instance's
 	// state file in half and relaunches it (REL-5).
 	DiskTornState Kind = "disk.torn-state"
@@ -115,6 +121,7 @@ const (
 	NeedHosts     Need = "hosts"      // a daemon that runs hibernating hosts
 	NeedCgroups   Need = "cgroups"    // cgroups the process driver can make (memory limits)
 	NeedDisk      Need = "disk"       // node a's data directory on a file system of its own
+	NeedFaultFS   Need = "fuse"       // that file system behind a FUSE loopback that can fail writes
 	NeedS3Restart Need = "s3-restart" // a command that restarts the S3 server (ENGENHO_S3_RESTART)
 )
 
@@ -135,7 +142,7 @@ var needs = map[Kind]Need{
 	DriverFail: NeedProcess, DriverTimeout: NeedProcess, DriverHang: NeedProcess,
 	StoreError: NeedHosts, StoreLatency: NeedHosts, StoreConflict: NeedHosts, LeaseExpire: NeedHosts,
 	DaemonKill: NeedProcess, DaemonKillRollout: NeedProcess, DaemonKillSleep: NeedHosts,
-	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskTornState: NeedProcess,
+	DaemonKillAwake: NeedHosts, DaemonStopAwake: NeedHosts, Compound: NeedProcess, DiskFull: NeedDisk, DiskEIO: NeedFaultFS, DiskTornState: NeedProcess,
 	ClockJump: NeedProcess, ClockJumpAwake: NeedHosts,
 	S3Error: NeedHosts, S3Latency: NeedHosts, S3Reset: NeedHosts, S3Truncate: NeedHosts, S3Partition: NeedHosts,
 	S3Restart: NeedS3Restart, IncusAPIError: NeedIncus, IncusAPISlow: NeedIncus, IncusRestart: NeedIncus, DaemonStop: NeedProcess, DaemonFDLimit: NeedProcess,

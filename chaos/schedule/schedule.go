@@ -146,7 +146,7 @@ func (p Plan) targetsFor(k Kind) []Target {
 	var want func(Target) bool
 	switch k {
 	case PanicRoot, DaemonKill, ConfigTruncate, ConfigHalf, SocketGarbage, SocketFlood, JournalCorrupt, JournalReadonly,
-		DaemonStop, DaemonFDLimit, Compound, DiskFull:
+		DaemonStop, DaemonFDLimit, Compound, DiskFull, DiskEIO:
 		return []Target{{}}
 	case PanicStack, PanicService, PanicReplica:
 		want = func(t Target) bool { return t.Driver != "host" }
@@ -290,6 +290,9 @@ func (p Plan) draw(rng *rand.Rand, seq int, k Kind) Fault {
 	case DiskFull:
 		set("hold_ms", 1000+500*rng.IntN(7))
 		set("kill", boolInt(rng.IntN(100) < 30))
+	case DiskEIO:
+		set("hold_ms", 1000+500*rng.IntN(7))
+		set("kill", boolInt(rng.IntN(100) < 40))
 	case DaemonFDLimit:
 		set("slack", 4+rng.IntN(12))
 		set("hold_ms", 1000+500*rng.IntN(5))
