@@ -220,6 +220,12 @@ func (c *campaign) injectDiskEIO(ctx context.Context, f schedule.Fault, inj *inj
 			Evidence: "the daemon exited on a disk that failed writes (see " + c.a.logPath() + ")"})
 		return c.a.launch() // so the campaign can go on
 	}
+	after := c.intentAfterTheFailure(ctx, inj)
+	inj.detail += "; then " + after.note
+	if !after.ok {
+		inj.violations = append(inj.violations, invariant.Violation{Invariant: invariant.FaultEffect, Subject: "node a",
+			Evidence: "once the disk wrote again: " + after.note})
+	}
 	if f.Param("kill") == 1 {
 		old := c.a.currentPid()
 		if err := c.a.kill(); err != nil {
@@ -232,6 +238,32 @@ func (c *campaign) injectDiskEIO(ctx context.Context, f schedule.Fault, inj *inj
 		inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
 	}
 	return nil
+}
+
+// intentAfterTheFailure scales shop/web (to 2, or back to 3) once the
+// disk writes again: it must be acknowledged, within a few seconds. The
+// journal's first write after a failed one puts its memory table on disk,
+// so a refused intent kept in that table (the keep-failed-write plant)
+// becomes durable here, and the kill that may follow brings it into force.
+func (c *campaign) intentAfterTheFailure(ctx context.Context, inj *injected) diskAnswer {
+	sw, _ := c.want.Service(svcWeb)
+	in := schedule.Intent{Op: "scale", Service: svcWeb, Replicas: 2}
+	if sw.Replicas == 2 {
+		in.Replicas = 3
+	}
+	var err error
+	for range 5 {
+		var ack invariant.Ack
+		if ack, err = c.intent(ctx, c.a, in); err == nil {
+			inj.acks = append(inj.acks, ack)
+			inj.touch(svcWeb, 0)
+			return diskAnswer{ok: true, note: in.String() + " acknowledged"}
+		}
+		if serr := sleep(ctx, time.Second); serr != nil {
+			return diskAnswer{ok: false, note: serr.Error()}
+		}
+	}
+	return diskAnswer{ok: false, note: in.String() + " answered " + err.Error() + " five times in 5s, want it acknowledged"}
 }
 
 // injectTornState kills node a's daemon, tears one process instance's

@@ -43,6 +43,11 @@ const (
 	// warning: a panic fault takes no effect. The fault-effect invariant
 	// must catch it.
 	PlantDropPanic Plant = "drop-panic"
+	// PlantKeepFailedWrite makes the journal keep a commit the disk
+	// failed (EIO) in force instead of undoing it, as before issue 18: an
+	// intent refused with an I/O error still changes the journal, and
+	// comes into force at the next restart.
+	PlantKeepFailedWrite Plant = "keep-failed-write"
 )
 
 // Kind is the plant without its instance filter.
@@ -63,11 +68,11 @@ func (p Plant) Covers(instance string) bool {
 // PlantNone.
 func ParsePlant(s string) (Plant, error) {
 	switch p := Plant(s); p.Kind() {
-	case PlantNone, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck, PlantHideExit, PlantDropPanic:
+	case PlantNone, PlantForgetAdopt, PlantStopNoop, PlantSkipJournalCheck, PlantHideExit, PlantDropPanic, PlantKeepFailedWrite:
 		return p, nil
 	}
-	return PlantNone, badRule("%s %q: want one of %s, %s, %s, %s, %s", PlantEnv, s, PlantForgetAdopt, PlantStopNoop,
-		PlantSkipJournalCheck, PlantHideExit, PlantDropPanic)
+	return PlantNone, badRule("%s %q: want one of %s, %s, %s, %s, %s, %s", PlantEnv, s, PlantForgetAdopt, PlantStopNoop,
+		PlantSkipJournalCheck, PlantHideExit, PlantDropPanic, PlantKeepFailedWrite)
 }
 
 // Armed is a rule as the registry holds it.

@@ -98,7 +98,8 @@ func chaosRunCmd() *cobra.Command {
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "print what each wait for recovery is still waiting for")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the temporary directories (always kept after a violation)")
 	f.StringVar(&bin, "bin", "", "the engenho binary the daemons run (default this one)")
-	f.StringVar(&plant, "plant", "", "plant a bug in the daemons (self-test): "+string(inject.PlantForgetAdopt)+", "+string(inject.PlantStopNoop)+" or "+string(inject.PlantSkipJournalCheck))
+	f.StringVar(&plant, "plant", "", "plant a bug in the daemons (self-test): "+strings.Join([]string{string(inject.PlantForgetAdopt), string(inject.PlantStopNoop),
+		string(inject.PlantSkipJournalCheck), string(inject.PlantHideExit), string(inject.PlantDropPanic), string(inject.PlantKeepFailedWrite)}, ", "))
 	return cmd
 }
 

@@ -72,6 +72,7 @@ func newChaosHooks(log *logging.Logger) *daemon.Hooks {
 		WrapStore:        func(s objstore.Store, prefix string) objstore.Store { return inject.WrapStore(s, prefix, r.faults()) },
 		AllowInjectPanic: r.faults().Plant().Kind() != inject.PlantDropPanic,
 		SkipJournalCheck: func() bool { return r.faults().Plant().Kind() == inject.PlantSkipJournalCheck },
+		KeepFailedWrites: func() bool { return r.faults().Plant().Kind() == inject.PlantKeepFailedWrite },
 		Ops: map[string]daemon.OpFunc{
 			chaosPanic:       chaosPanicOp,
 			chaosDriver:      r.armOp(inject.LayerDriver),

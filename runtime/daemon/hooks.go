@@ -34,6 +34,10 @@ type Hooks struct {
 	// check: a bug the chaos self-test plants (ENGENHO_CHAOS_PLANT
 	// skip-journal-check) to prove the campaign notices.
 	SkipJournalCheck func() bool
+	// KeepFailedWrites, when set and true, opens the journal with
+	// journal.Options.KeepFailedWrites: a bug the self-test plants
+	// (keep-failed-write).
+	KeepFailedWrites func() bool
 	// Clock, when set, is the clock the daemon runs on (unless Options
 	// names one): the chaos build's, whose wall time can jump.
 	Clock clock.Clock
@@ -84,6 +88,12 @@ func (d *Daemon) wrapStore(s Settings, store objstore.Store, prefix string) objs
 // skipJournalCheck says whether a planted bug skips the journal check.
 func (d *Daemon) skipJournalCheck(s Settings) bool {
 	return d.chaosOn(s) && d.opts.Hooks.SkipJournalCheck != nil && d.opts.Hooks.SkipJournalCheck()
+}
+
+// keepFailedWrites says whether a planted bug keeps the journal's failed
+// writes in force.
+func (d *Daemon) keepFailedWrites(s Settings) bool {
+	return d.chaosOn(s) && d.opts.Hooks.KeepFailedWrites != nil && d.opts.Hooks.KeepFailedWrites()
 }
 
 // allowInjectPanic says whether the tree's actors panic on

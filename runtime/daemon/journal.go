@@ -105,7 +105,8 @@ func (d *Daemon) openJournal() (func(), error) {
 		return nil, err
 	}
 	j, err := journal.Open(journal.Options{Dir: dir, Clock: d.clk, Logger: d.log.With().Str("part", "journal").Logger(),
-		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}, Previous: &prev, Reserve: s.JournalReserve})
+		Retention: journal.Retention{MaxEvents: s.EventsMaxCount, MaxAge: s.EventsMaxAge}, Previous: &prev, Reserve: s.JournalReserve,
+		KeepFailedWrites: d.keepFailedWrites(s)})
 	if err != nil {
 		var le *journal.LockedError
 		if errors.As(err, &le) {

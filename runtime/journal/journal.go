@@ -61,6 +61,12 @@ type Options struct {
 	// check off.
 	Reserve int64
 
+	// KeepFailedWrites leaves a commit the disk failed in badger's memory
+	// table instead of undoing it (writefail.go): the bug the chaos
+	// self-test plants (keep-failed-write) to prove the campaign sees a
+	// refused intent come into force. Never set otherwise.
+	KeepFailedWrites bool
+
 	// Previous, when set, is how the previous process left the journal, as
 	// ReadPreviousClose saw it before a Check opened and closed it (which
 	// leaves it closed cleanly).

@@ -109,8 +109,12 @@ func (j *Journal) commit(t *writeTxn) error {
 		return err
 	}
 	j.unsynced.Store(true)
-	j.undo(t.before)
-	j.log.Error().Err(err).Int("keys", len(t.before)).Msg("the disk failed a journal write: it was undone, and writes wait until the disk writes again")
+	if j.opts.KeepFailedWrites {
+		j.log.Error().Err(err).Msg("the disk failed a journal write: kept, not undone (the keep-failed-write plant)")
+	} else {
+		j.undo(t.before)
+		j.log.Error().Err(err).Int("keys", len(t.before)).Msg("the disk failed a journal write: it was undone, and writes wait until the disk writes again")
+	}
 	return &WriteError{Dir: j.opts.Dir, Err: err}
 }
 
