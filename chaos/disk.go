@@ -131,15 +131,9 @@ func (c *campaign) injectDiskFull(ctx context.Context, f schedule.Fault, inj *in
 			Safety: true, Evidence: "on a full disk: " + answer.note})
 	}
 	if f.Param("kill") == 1 {
-		old := c.a.currentPid()
-		if err := c.a.kill(); err != nil {
+		if err := c.killAndRelaunchA(inj, "on the full disk"); err != nil {
 			return err
 		}
-		if err := c.a.launch(); err != nil {
-			return err
-		}
-		inj.detail += fmt.Sprintf("; pid %d killed and relaunched on the full disk", old)
-		inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
 	}
 	if err := sleep(ctx, time.Duration(f.Param("hold_ms"))*time.Millisecond); err != nil {
 		return err
@@ -150,6 +144,21 @@ func (c *campaign) injectDiskFull(ctx context.Context, f schedule.Fault, inj *in
 		_ = c.a.launch() // so the campaign can go on
 	}
 	return os.Remove(c.ballastPath())
+}
+
+// killAndRelaunchA SIGKILLs node a's daemon and starts it again; the
+// fault has taken effect once a new pid answers.
+func (c *campaign) killAndRelaunchA(inj *injected, where string) error {
+	old := c.a.currentPid()
+	if err := c.a.kill(); err != nil {
+		return err
+	}
+	if err := c.a.launch(); err != nil {
+		return err
+	}
+	inj.detail += strings.TrimSpace(fmt.Sprintf("; pid %d killed and relaunched %s", old, where))
+	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
+	return nil
 }
 
 // diskAnswer is how the daemon answered an intent on a full or failing
@@ -227,15 +236,7 @@ func (c *campaign) injectDiskEIO(ctx context.Context, f schedule.Fault, inj *inj
 			Evidence: "once the disk wrote again: " + after.note})
 	}
 	if f.Param("kill") == 1 {
-		old := c.a.currentPid()
-		if err := c.a.kill(); err != nil {
-			return err
-		}
-		if err := c.a.launch(); err != nil {
-			return err
-		}
-		inj.detail += fmt.Sprintf("; pid %d killed and relaunched", old)
-		inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
+		return c.killAndRelaunchA(inj, "")
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engenho/engenho/drivers/drivertest"
 	"github.com/engenho/engenho/drivers/drivertest/faultfs"
 	"github.com/engenho/engenho/messages"
 )
@@ -17,19 +16,8 @@ import (
 // journal is closed before the file system is unmounted.
 func openOnFaultFS(t *testing.T) (*Journal, *faultfs.Child) {
 	t.Helper()
-	backing, dir := t.TempDir(), t.TempDir()
-	f, err := faultfs.Start(backing, dir)
-	if errors.Is(err, faultfs.ErrUnavailable) {
-		drivertest.Need(t, "fuse", false, err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Unmount(); err != nil {
-			t.Error(err)
-		}
-	})
+	dir := t.TempDir()
+	f := faultfs.StartT(t, t.TempDir(), dir)
 	j, _ := openTest(t, filepath.Join(dir, "journal"), nil)
 	return j, f
 }

@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"testing"
+
+	"github.com/engenho/engenho/drivers/drivertest"
 )
 
 // A process must not serve a FUSE mount it maps files of (badger maps
@@ -133,4 +136,25 @@ func (c *Child) Unmount() error {
 		return fmt.Errorf("faultfs: the server of %s: %w", c.dir, err)
 	}
 	return nil
+}
+
+// StartT is Start for a test: it skips the test with the reason when FUSE
+// cannot be mounted here (fails it under ENGENHO_REQUIRE=fuse), fails it
+// on any other error, and unmounts at its cleanup (register what uses
+// the mount after, so that it is closed first).
+func StartT(t testing.TB, backing, dir string) *Child {
+	t.Helper()
+	c, err := Start(backing, dir)
+	if errors.Is(err, ErrUnavailable) {
+		drivertest.Need(t, "fuse", false, err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
 }

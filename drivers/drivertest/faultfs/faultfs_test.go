@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/engenho/engenho/drivers/drivertest"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,25 +17,8 @@ func TestMain(m *testing.M) {
 }
 
 // mount mounts a fault file system over a fresh backing directory, served
-// by a child process, or skips the test with the reason when FUSE cannot
-// be mounted here.
-func mount(t *testing.T) *Child {
-	t.Helper()
-	backing, dir := t.TempDir(), t.TempDir()
-	f, err := Start(backing, dir)
-	if errors.Is(err, ErrUnavailable) {
-		drivertest.Need(t, "fuse", false, err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Unmount(); err != nil {
-			t.Error(err)
-		}
-	})
-	return f
-}
+// by a child process.
+func mount(t *testing.T) *Child { return StartT(t, t.TempDir(), t.TempDir()) }
 
 // fail switches the failure and returns the count of refused operations.
 func fail(t *testing.T, f *Child, on bool) int64 {
