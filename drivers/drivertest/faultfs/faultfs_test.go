@@ -127,3 +127,47 @@ func TestAUnixSocketOnTheMountTakesConnections(t *testing.T) {
 	}
 	_ = c.Close()
 }
+
+// What the journal's resync exists for: a page of a mapped file whose
+// writeback failed is not written again once the disk writes (the kernel
+// marked it clean), so the file keeps a hole where the failure was while
+// the pages written after it reach the disk.
+func TestAPageMsyncedDuringTheFailureNeverReachesTheDisk(t *testing.T) {
+	f := mount(t)
+	const page = 4096
+	open, err := os.OpenFile(filepath.Join(f.Dir(), "wal"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := open.Truncate(3 * page); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(open.Fd()), 0, 3*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	copy(m, "before")
+	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+		t.Fatal(err)
+	}
+	fail(t, f, true)
+	copy(m[page:], "during")
+	wantEIO(t, "msync", unix.Msync(m, unix.MS_SYNC))
+	fail(t, f, false)
+	copy(m[2*page:], "after")
+	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(f.Backing(), "wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b[:6]) != "before" || string(b[2*page:2*page+5]) != "after" {
+		t.Errorf("on disk: %q ... %q, want the pages synced before and after the failure", b[:6], b[2*page:2*page+5])
+	}
+	if string(b[page:page+6]) != "\x00\x00\x00\x00\x00\x00" {
+		t.Errorf("on disk the page synced during the failure reads %q: the kernel wrote it after all (then the journal's resync is not needed here)", b[page:page+6])
+	}
+}
