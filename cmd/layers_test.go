@@ -49,6 +49,7 @@ var ranks = map[string]rank{
 	"drivers/fake":                {1, 1},
 	"drivers/probe":               {1, 1},
 	"drivers/drivertest":          {1, 1},
+	"drivers/drivertest/faultfs":  {1, 2},
 	"drivers/objstore/fs":         {1, 2},
 	"drivers/objstore/s3":         {1, 2},
 	"drivers/objstore/fake":       {1, 2},
