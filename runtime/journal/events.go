@@ -238,10 +238,18 @@ func (l *eventLog) withDropped(reqs []*appendReq) ([]*appendReq, *appendReq) {
 	}
 	ev := messages.Event{Kind: messages.KindEventsDropped, Level: messages.LevelWarn, Actor: "journal",
 		UnixMs: l.j.opts.Clock.Now().UnixMilli(),
-		Message: fmt.Sprintf("%d events were not recorded while the journal could not write (its disk short of the reserve, or failing writes)",
-			l.dropped)}
+		Message: fmt.Sprintf("%s not recorded while the journal could not write (its disk short of the reserve, or failing writes)",
+			eventsWere(l.dropped))}
 	notice := &appendReq{events: []messages.Event{ev}}
 	return append([]*appendReq{notice}, reqs...), notice
+}
+
+// eventsWere is "1 event was", "3 events were".
+func eventsWere(n int) string {
+	if n == 1 {
+		return "1 event was"
+	}
+	return fmt.Sprintf("%d events were", n)
 }
 
 // write assigns sequence numbers and commits the events, in several

@@ -126,7 +126,7 @@ func TestTheEventLogGoesOnAfterTheDiskFailsACommit(t *testing.T) {
 			t.Errorf("event %d has seq %d, want %d (gapless)", i, e.Seq, first+uint64(i))
 		}
 	}
-	if len(evs) != 3 || evs[1].Kind != messages.KindEventsDropped || !strings.Contains(evs[1].Message, "1 events were not recorded") || evs[2].Seq != last {
+	if len(evs) != 3 || evs[1].Kind != messages.KindEventsDropped || !strings.Contains(evs[1].Message, "1 event was not recorded") || evs[2].Seq != last {
 		t.Errorf("events after the failure: %v (%+v), want the first, a notice that 1 event was lost, and the last", kinds, evs)
 	}
 }
