@@ -288,10 +288,10 @@ func (l *eventLog) write(reqs []*appendReq) error {
 					return err
 				}
 			}
-			err = txn.Set(eventKey(ev.Seq), b)
+			err = txn.setNew(eventKey(ev.Seq), b)
 			if errors.Is(err, badger.ErrTxnTooBig) {
 				if err = flush(); err == nil {
-					err = txn.Set(eventKey(ev.Seq), b)
+					err = txn.setNew(eventKey(ev.Seq), b)
 				}
 			}
 			if err != nil {

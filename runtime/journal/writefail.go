@@ -92,6 +92,15 @@ func (t *writeTxn) Set(key, value []byte) error {
 	return t.Txn.Set(key, value)
 }
 
+// setNew writes a key the caller knows is absent (an event past the last
+// sequence number): its undo is a delete, and no read is spent on it.
+func (t *writeTxn) setNew(key, value []byte) error {
+	if _, ok := t.before[string(key)]; !ok {
+		t.before[string(key)] = image{}
+	}
+	return t.Txn.Set(key, value)
+}
+
 // Delete deletes key, remembering what it held.
 func (t *writeTxn) Delete(key []byte) error {
 	if err := t.remember(key); err != nil {
