@@ -108,6 +108,8 @@ func (l *eventLog) deleteKeys(keys [][]byte) error {
 	if err := l.j.resync(); err != nil {
 		return err
 	}
+	l.j.writeMu.RLock()
+	defer l.j.writeMu.RUnlock()
 	l.j.compact.wrote()
 	txn := l.j.newWrite()
 	defer func() { txn.Discard() }()

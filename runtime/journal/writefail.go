@@ -21,9 +21,17 @@ var ErrWriteFailed = errors.New("journal: the disk failed a write")
 type WriteError struct {
 	Dir string
 	Err error
+	// Restart: writing the memory table out failed halfway; badger cannot
+	// try it again, so the journal writes nothing more until the daemon
+	// restarts (which replays and writes it out).
+	Restart bool
 }
 
 func (e *WriteError) Error() string {
+	if e.Restart {
+		return fmt.Sprintf("journal %s: the disk failed a write, and writing the journal's memory table out failed too (%v): nothing more is recorded until the daemon restarts; restart it once the disk writes again",
+			e.Dir, e.Err)
+	}
 	return fmt.Sprintf("journal %s: the disk failed a write (%v): nothing was recorded; writes resume once the disk writes again, retry then",
 		e.Dir, e.Err)
 }
@@ -161,6 +169,12 @@ const keyFlushMarker = "journal/flush-marker"
 // log: once a probe file can be written and synced, the memory table
 // (which holds everything, the undo included) goes to a table file and
 // the log is retired. Until then every write is refused.
+//
+// Badger's writes are blocked while the memory table is written out
+// (DropPrefix), so resync holds writeMu, which every commit holds shared.
+// A DropPrefix that fails halfway leaves badger's memory tables listed
+// twice, and a second one would free a table still in use: the journal
+// then refuses writes until the daemon restarts.
 func (j *Journal) resync() error {
 	if !j.unsynced.Load() {
 		return nil
@@ -170,15 +184,22 @@ func (j *Journal) resync() error {
 	if !j.unsynced.Load() {
 		return nil
 	}
+	if j.flushFailed != nil {
+		return j.flushFailed
+	}
 	if err := probeWrite(j.opts.Dir); err != nil {
 		return &WriteError{Dir: j.opts.Dir, Err: err}
 	}
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
 	err := j.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyFlushMarker), []byte{1}) })
-	if err == nil {
-		err = j.db.DropPrefix([]byte(keyFlushMarker))
-	}
 	if err != nil {
 		return &WriteError{Dir: j.opts.Dir, Err: err}
+	}
+	if err := j.db.DropPrefix([]byte(keyFlushMarker)); err != nil {
+		j.flushFailed = &WriteError{Dir: j.opts.Dir, Err: err, Restart: true}
+		j.log.Error().Err(err).Msg("writing the journal's memory table out failed: the journal records nothing more until the daemon restarts")
+		return j.flushFailed
 	}
 	j.unsynced.Store(false)
 	j.log.Info().Msg("the disk writes again: the journal's memory table is on disk and writes resume")
