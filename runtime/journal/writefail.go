@@ -66,6 +66,9 @@ type image struct {
 type writeTxn struct {
 	*badger.Txn
 	before map[string]image
+	// remembered is the bytes of the keys and values in before: what
+	// the undo writes back.
+	remembered int
 }
 
 func (j *Journal) newWrite() *writeTxn {
@@ -89,6 +92,7 @@ func (t *writeTxn) remember(key []byte) error {
 		return err
 	}
 	t.before[string(key)] = image{value: v, present: true}
+	t.remembered += len(key) + len(v)
 	return nil
 }
 
