@@ -3,8 +3,10 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
 
 	"github.com/dgraph-io/badger/v4"
@@ -196,6 +198,9 @@ func (j *Journal) resync() error {
 	}
 	j.writeMu.Lock()
 	defer j.writeMu.Unlock()
+	if err := rewriteLogs(j.opts.Dir); err != nil {
+		return &WriteError{Dir: j.opts.Dir, Err: err}
+	}
 	err := j.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyFlushMarker), []byte{1}) })
 	if err != nil {
 		return &WriteError{Dir: j.opts.Dir, Err: err}
@@ -208,6 +213,73 @@ func (j *Journal) resync() error {
 	j.unsynced.Store(false)
 	j.log.Info().Msg("the disk writes again: the journal's memory table is on disk and writes resume")
 	return nil
+}
+
+// rewriteLogs writes badger's logs (the write-ahead logs, *.mem, and the
+// newest value log, where large values go) back to the disk from the page
+// cache: the pages whose writeback failed are still there, clean, and
+// would never be written again, so the file on disk has a hole that a
+// restart's replay stops at (and badger cuts the value log there). The
+// memory table's flush that follows retires the write-ahead log, but the
+// value log stays in use: its lost pages must reach the disk. Blocks of
+// zeros are skipped (a sparse file's unused end). Writes are held
+// meanwhile (writeMu), so the files do not change under it.
+func rewriteLogs(dir string) error {
+	mems, err := filepath.Glob(filepath.Join(dir, "*.mem"))
+	if err != nil {
+		return err
+	}
+	vlogs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil {
+		return err
+	}
+	files := mems
+	if len(vlogs) > 0 {
+		sort.Strings(vlogs)
+		files = append(files, vlogs[len(vlogs)-1])
+	}
+	buf := make([]byte, 1<<20)
+	for _, path := range files {
+		if err := rewriteFromCache(path, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewriteFromCache rewrites every block of path that is not all zeros, in
+// place, and syncs it.
+func rewriteFromCache(path string, buf []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for off := int64(0); ; {
+		n, rerr := f.ReadAt(buf, off)
+		if n > 0 && !allZero(buf[:n]) {
+			if _, err := f.WriteAt(buf[:n], off); err != nil {
+				return fmt.Errorf("rewriting %s at %d: %w", path, off, err)
+			}
+		}
+		off += int64(n)
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("reading %s at %d: %w", path, off, rerr)
+		}
+	}
+	return f.Sync()
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // probeWrite writes, syncs and removes a small file in dir.

@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// REL-3, REL-5 (open defect, this test fails): a record large enough for
-// badger's value log (a stack's rendered definitions, 32 KiB or more)
-// written while the disk fails leaves a hole in the value log: its pages
-// never reach the disk, and the failed commit and its undo both write
-// there. Resync retires the write-ahead log but not the value log. At the
-// next start the journal's Check finds the hole followed by good entries
-// and reports the journal damaged, and badger's Open cuts the last value
-// log at the hole, so the stack's record points at data that is gone.
+// REL-3, REL-5: a record large enough for badger's value log (a stack's
+// rendered definitions, 32 KiB or more) written while the disk fails left
+// a hole in the value log: its pages never reached the disk, and the
+// failed commit and its undo both write there, while the value log stays
+// in use after the resync. The next start's Check found the hole followed
+// by good entries and reported the journal damaged, and badger's Open cut
+// the last value log at the hole. The resync now writes the logs back
+// from the page cache first (rewriteLogs); without it this test fails.
 func TestAFailedWriteOfALargeRecordLeavesTheJournalWhole(t *testing.T) {
 	j, f := openOnFaultFS(t)
 	first, err := j.RecordDeployment("big", Deployment{Definition: bigDefinition, Source: "socket"})
