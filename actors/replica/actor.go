@@ -145,7 +145,11 @@ func (a *Actor) stop() {
 		a.unwatch()
 		a.unwatch = nil
 	}
-	if a.s.Done {
+	// A replica that ends with its service (a panic, a restart) stays on
+	// the board: the restarted service adopts its instance and a new actor
+	// shows it again. One whose instance was never created has nothing to
+	// adopt: left there, it would show its slot twice, "creating" forever.
+	if a.s.Done || !a.s.Created {
 		a.env.Board.DeleteReplica(a.p.Stack, a.p.Service, a.p.ID)
 	}
 }

@@ -1,6 +1,7 @@
 package root_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -73,11 +74,14 @@ func (e *env) start() {
 }
 
 // until advances the fake clock in small steps until cond holds.
-func (e *env) until(what string, cond func() bool) {
+func (e *env) until(what string, cond func() bool, show ...func() string) {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, f := range show {
+				what += "\n" + f()
+			}
 			e.t.Fatalf("%s: not reached\nevents:\n%s", what, e.tree.Events)
 		}
 		time.Sleep(time.Millisecond)
@@ -364,4 +368,45 @@ func TestSVC9SweepFindsWhatNoWatchSaw(t *testing.T) {
 	if !replaced {
 		t.Fatalf("no replica.replaced event for %s:\n%s", gone, e.tree.Events)
 	}
+}
+
+// SUP-9, SVC-6 (the soak's fault 947, seed 424242): a service actor that
+// panics while one of its replicas waits to retry a create that failed
+// leaves no phantom behind. That replica's actor ends with its service,
+// and no instance of it exists for the restarted service to adopt: its
+// entry must leave the board with it, or status shows the slot twice, the
+// phantom "creating" forever.
+func TestAPanicWhileACreateFailedLeavesNoPhantomReplica(t *testing.T) {
+	e := newEnv(t)
+	e.apply(webV1)
+	e.until("converged", func() bool { return e.tree.Converged("web") })
+	e.drv.FailNext(fake.OpCreate, 1000, drivers.ErrTransient)
+	e.apply(strings.Replace(webV1, "replicas: 3", "replicas: 4", 1))
+	failed := func() bool {
+		for _, r := range e.tree.Service("web", "api").Replicas {
+			if r.Slot == 4 && r.Phase == "creating" && r.LastError != "" {
+				return true
+			}
+		}
+		return false
+	}
+	e.until("slot 4's create failed", failed)
+	e.tree.Send(messages.Deliver{Path: "root/stack:web/service:api", Msg: messages.InjectPanic{Reason: "test"}})
+	e.until("the service restarted", func() bool {
+		for _, ev := range e.tree.Events.All() {
+			if ev.Kind == messages.KindActorRestarted && ev.Actor == "root/stack:web/service:api" {
+				return true
+			}
+		}
+		return false
+	})
+	e.drv.ClearFaults()
+	e.until("four replicas, one a slot, converged", func() bool {
+		reps := e.tree.Service("web", "api").Replicas
+		slots := map[int]int{}
+		for _, r := range reps {
+			slots[r.Slot]++
+		}
+		return e.tree.Converged("web") && len(reps) == 4 && len(slots) == 4
+	}, func() string { return fmt.Sprintf("%+v", e.tree.Service("web", "api").Replicas) })
 }

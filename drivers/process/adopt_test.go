@@ -263,3 +263,50 @@ func TestRELTornStateFileIsQuarantined(t *testing.T) {
 	mustCreate(t, c, torn) // the name is free again
 	_ = c.Kill(ctxT(t), "sound")
 }
+
+// DRV-4: a run started while the daemon had no file descriptor left to
+// read /proc with is recorded without its start time. The next daemon
+// must still adopt it (its run token says it is the same run), not call it
+// gone and kill it: the chaos campaign saw a healthy worker restarted by
+// a daemon kill that followed a daemon.fd-limit (seed 3, fault 37).
+func TestAdoptARunRecordedWithoutItsStartTime(t *testing.T) {
+	dir := t.TempDir()
+	a := newDriver(t, dir)
+	mustCreate(t, a, shSpec("emfile", "sleep 3600 & wait", nil))
+	before := mustStart(t, a, "emfile")
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	path := filepath.Join(dir, "instances", "emfile", "state.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["proc_start"] == nil || rec["running"] != true {
+		t.Fatalf("state file %s: no running run with a start time to take out", b)
+	}
+	delete(rec, "proc_start")
+	b, _ = json.Marshal(rec)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	d := newDriver(t, dir)
+	defer d.Close()
+	after, err := d.Inspect(ctxT(t), "emfile")
+	if err != nil || after.State != drivers.StateRunning || after.Pid != before.Pid {
+		t.Fatalf("after the restart: %+v %v, want the run (pid %d) adopted", after, err, before.Pid)
+	}
+	if !alive(before.Pid) {
+		t.Fatal("the run was killed instead of adopted")
+	}
+	exit := watchExit(t, d, "emfile")
+	if err := d.Stop(ctxT(t), "emfile", 2*time.Second); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	recvExit(t, exit, "adopted emfile")
+}

@@ -270,6 +270,21 @@ func (d *Driver) load() error {
 	return nil
 }
 
+// recordedStart is the /proc start time of in's recorded run. A run
+// started while the daemon had no file descriptor left to read /proc with
+// was recorded with none (0): its run token, in the process's environment,
+// tells whether the recorded pid is still that run, and gives its start.
+func (d *Driver) recordedStart(in *instance) uint64 {
+	rec := in.rec
+	if rec.ProcStart != 0 || rec.Pid == 0 {
+		return rec.ProcStart
+	}
+	if run := d.findRunOf(in, rec.RunToken); run.pid == rec.Pid && run.start != 0 {
+		rec.ProcStart = run.start
+	}
+	return rec.ProcStart
+}
+
 func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 	rec, err := loadRecord(dir)
 	if err != nil {
@@ -299,7 +314,7 @@ func (d *Driver) loadInstance(dir, name string) (*instance, error) {
 	if !rec.Running {
 		return in, d.loadArmed(in)
 	}
-	ok, err := d.attach(in, rec.Pid, rec.ProcStart)
+	ok, err := d.attach(in, rec.Pid, d.recordedStart(in))
 	if err != nil {
 		return nil, err
 	}

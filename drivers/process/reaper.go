@@ -341,7 +341,10 @@ func (r *reaper) spawn(argv0 string, argv []string, attr *syscall.ProcAttr, in *
 		}
 	}
 	start, err := procStartTime(pid)
-	if err != nil { // cannot happen for an unreaped child; be safe
+	if err != nil {
+		// Out of file descriptors (EMFILE): the run is recorded without
+		// its start time, and the next daemon tells it by its run token
+		// (Driver.recordedStart). Failing the start would be worse.
 		start = 0
 	}
 	p := &proc{pid: pid, pidfd: pidfd, child: true, onExit: onExit}

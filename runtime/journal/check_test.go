@@ -157,15 +157,6 @@ func copySparse(t testing.TB, src, dst string) {
 	noErr(t, out.Truncate(size))
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // files lists dir's files with a suffix, sorted, largest last when bySize.
 func files(t testing.TB, dir, suffix string) []string {
 	t.Helper()

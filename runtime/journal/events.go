@@ -173,7 +173,9 @@ func (l *eventLog) commit(reqs []*appendReq) {
 		l.drop(reqs, err)
 	} else {
 		batch, notice := l.withDropped(reqs)
+		l.j.writeMu.RLock()
 		err = l.write(batch)
+		l.j.writeMu.RUnlock()
 		if l.recorded(notice) {
 			l.dropped = 0
 		}

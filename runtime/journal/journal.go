@@ -156,9 +156,14 @@ type Journal struct {
 	intentMu sync.Mutex
 
 	// unsynced: the disk failed a write and resync has not yet put the
-	// memory table on disk (writefail.go); resyncMu serialises resync.
-	unsynced atomic.Bool
-	resyncMu sync.Mutex
+	// memory table on disk (writefail.go); resyncMu serialises resync and
+	// guards flushFailed (set when writing the memory table out failed:
+	// the journal then refuses writes until a restart). Every commit holds
+	// writeMu shared; resync holds it while badger blocks writes.
+	unsynced    atomic.Bool
+	resyncMu    sync.Mutex
+	flushFailed error
+	writeMu     sync.RWMutex
 
 	events  *eventLog
 	space   *space
@@ -400,6 +405,8 @@ func (j *Journal) update(fn func(txn *writeTxn) error) error {
 	if err := j.resync(); err != nil {
 		return err
 	}
+	j.writeMu.RLock()
+	defer j.writeMu.RUnlock()
 	j.compact.wrote()
 	txn := j.newWrite()
 	defer txn.Discard()

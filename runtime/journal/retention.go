@@ -104,21 +104,36 @@ func olderThan(item *badger.Item, cutMs int64) (bool, error) {
 }
 
 // deleteKeys deletes keys in as many synced transactions as badger needs.
+// A transaction also ends once the values it deletes fill txnBytes: the
+// undo of a transaction the disk fails writes them all back, in one
+// transaction that must fit in badger's limits too.
 func (l *eventLog) deleteKeys(keys [][]byte) error {
 	if err := l.j.resync(); err != nil {
 		return err
 	}
+	l.j.writeMu.RLock()
+	defer l.j.writeMu.RUnlock()
 	l.j.compact.wrote()
 	txn := l.j.newWrite()
 	defer func() { txn.Discard() }()
+	next := func() error {
+		if err := l.j.commit(txn); err != nil {
+			return err
+		}
+		txn = l.j.newWrite()
+		return nil
+	}
 	for _, k := range keys {
-		err := txn.Delete(k)
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err = l.j.commit(txn); err != nil {
+		if txn.remembered >= l.txnBytes {
+			if err := next(); err != nil {
 				return err
 			}
-			txn = l.j.newWrite()
-			err = txn.Delete(k)
+		}
+		err := txn.Delete(k)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err = next(); err == nil {
+				err = txn.Delete(k)
+			}
 		}
 		if err != nil {
 			return err

@@ -3,8 +3,10 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
 
 	"github.com/dgraph-io/badger/v4"
@@ -21,9 +23,17 @@ var ErrWriteFailed = errors.New("journal: the disk failed a write")
 type WriteError struct {
 	Dir string
 	Err error
+	// Restart: writing the memory table out failed halfway; badger cannot
+	// try it again, so the journal writes nothing more until the daemon
+	// restarts (which replays and writes it out).
+	Restart bool
 }
 
 func (e *WriteError) Error() string {
+	if e.Restart {
+		return fmt.Sprintf("journal %s: the disk failed a write, and writing the journal's memory table out failed too (%v): nothing more is recorded until the daemon restarts; restart it once the disk writes again",
+			e.Dir, e.Err)
+	}
 	return fmt.Sprintf("journal %s: the disk failed a write (%v): nothing was recorded; writes resume once the disk writes again, retry then",
 		e.Dir, e.Err)
 }
@@ -58,6 +68,9 @@ type image struct {
 type writeTxn struct {
 	*badger.Txn
 	before map[string]image
+	// remembered is the bytes of the keys and values in before: what
+	// the undo writes back.
+	remembered int
 }
 
 func (j *Journal) newWrite() *writeTxn {
@@ -81,6 +94,7 @@ func (t *writeTxn) remember(key []byte) error {
 		return err
 	}
 	t.before[string(key)] = image{value: v, present: true}
+	t.remembered += len(key) + len(v)
 	return nil
 }
 
@@ -161,6 +175,12 @@ const keyFlushMarker = "journal/flush-marker"
 // log: once a probe file can be written and synced, the memory table
 // (which holds everything, the undo included) goes to a table file and
 // the log is retired. Until then every write is refused.
+//
+// Badger's writes are blocked while the memory table is written out
+// (DropPrefix), so resync holds writeMu, which every commit holds shared.
+// A DropPrefix that fails halfway leaves badger's memory tables listed
+// twice, and a second one would free a table still in use: the journal
+// then refuses writes until the daemon restarts.
 func (j *Journal) resync() error {
 	if !j.unsynced.Load() {
 		return nil
@@ -170,19 +190,96 @@ func (j *Journal) resync() error {
 	if !j.unsynced.Load() {
 		return nil
 	}
+	if j.flushFailed != nil {
+		return j.flushFailed
+	}
 	if err := probeWrite(j.opts.Dir); err != nil {
 		return &WriteError{Dir: j.opts.Dir, Err: err}
 	}
-	err := j.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyFlushMarker), []byte{1}) })
-	if err == nil {
-		err = j.db.DropPrefix([]byte(keyFlushMarker))
+	j.writeMu.Lock()
+	defer j.writeMu.Unlock()
+	if err := rewriteLogs(j.opts.Dir); err != nil {
+		return &WriteError{Dir: j.opts.Dir, Err: err}
 	}
+	err := j.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyFlushMarker), []byte{1}) })
 	if err != nil {
 		return &WriteError{Dir: j.opts.Dir, Err: err}
+	}
+	if err := j.db.DropPrefix([]byte(keyFlushMarker)); err != nil {
+		j.flushFailed = &WriteError{Dir: j.opts.Dir, Err: err, Restart: true}
+		j.log.Error().Err(err).Msg("writing the journal's memory table out failed: the journal records nothing more until the daemon restarts")
+		return j.flushFailed
 	}
 	j.unsynced.Store(false)
 	j.log.Info().Msg("the disk writes again: the journal's memory table is on disk and writes resume")
 	return nil
+}
+
+// rewriteLogs writes badger's logs (the write-ahead logs, *.mem, and the
+// newest value log, where large values go) back to the disk from the page
+// cache: the pages whose writeback failed are still there, clean, and
+// would never be written again, so the file on disk has a hole that a
+// restart's replay stops at (and badger cuts the value log there). The
+// memory table's flush that follows retires the write-ahead log, but the
+// value log stays in use: its lost pages must reach the disk. Blocks of
+// zeros are skipped (a sparse file's unused end). Writes are held
+// meanwhile (writeMu), so the files do not change under it.
+func rewriteLogs(dir string) error {
+	mems, err := filepath.Glob(filepath.Join(dir, "*.mem"))
+	if err != nil {
+		return err
+	}
+	vlogs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil {
+		return err
+	}
+	files := mems
+	if len(vlogs) > 0 {
+		sort.Strings(vlogs)
+		files = append(files, vlogs[len(vlogs)-1])
+	}
+	buf := make([]byte, 1<<20)
+	for _, path := range files {
+		if err := rewriteFromCache(path, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewriteFromCache rewrites every block of path that is not all zeros, in
+// place, and syncs it.
+func rewriteFromCache(path string, buf []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for off := int64(0); ; {
+		n, rerr := f.ReadAt(buf, off)
+		if n > 0 && !allZero(buf[:n]) {
+			if _, err := f.WriteAt(buf[:n], off); err != nil {
+				return fmt.Errorf("rewriting %s at %d: %w", path, off, err)
+			}
+		}
+		off += int64(n)
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("reading %s at %d: %w", path, off, rerr)
+		}
+	}
+	return f.Sync()
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // probeWrite writes, syncs and removes a small file in dir.

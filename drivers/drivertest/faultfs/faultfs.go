@@ -38,7 +38,10 @@ func Mount(backing, dir string) (*FS, error) {
 	// writes them, and a stale size would show it a torn file.
 	timeout := 100 * time.Millisecond
 	opts := &fs.Options{EntryTimeout: &timeout, AttrTimeout: &timeout, NegativeTimeout: &timeout,
-		MountOptions: fuse.MountOptions{FsName: "engenho-faultfs", Name: "faultfs", DirectMount: true, MaxWrite: 1 << 20}}
+		MountOptions: fuse.MountOptions{FsName: "engenho-faultfs", Name: "faultfs", DirectMount: true, MaxWrite: 1 << 20,
+			// A local disk keeps its page cache when a file changes; FUSE drops
+			// it at each attribute change unless told not to.
+			ExplicitDataCacheControl: true}}
 	server, err := fs.Mount(dir, root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mounting %s on %s: %v", ErrUnavailable, backing, dir, err)

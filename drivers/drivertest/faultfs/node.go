@@ -31,12 +31,15 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, syscall.EIO
 	}
 	in, fh, fuseFlags, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
-	return in, n.fs.wrap(fh), fuseFlags, errno
+	return in, n.fs.wrap(fh), fuseFlags | fuse.FOPEN_KEEP_CACHE, errno
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	// Keep the page cache across opens, as a local disk does: FUSE drops
+	// it at each open otherwise, and with it the pages a failed writeback
+	// left behind, which a real disk's cache keeps.
 	fh, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
-	return n.fs.wrap(fh), fuseFlags, errno
+	return n.fs.wrap(fh), fuseFlags | fuse.FOPEN_KEEP_CACHE, errno
 }
 
 func (n *node) Tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
