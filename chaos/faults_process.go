@@ -137,10 +137,10 @@ func (c *campaign) injectOOM(ctx context.Context, f schedule.Fault, before obser
 		return errSkip{"no address for " + victim.Name}
 	}
 	url := fmt.Sprintf("http://%s/alloc?mib=%d", addr, oomMiB)
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(actx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := askToAllocate(ctx, url)
+	if refused(err) {
+		return errSkip{victim.Name + " does not listen yet: " + err.Error()}
+	}
 	if err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -162,6 +162,29 @@ func (c *campaign) injectOOM(ctx context.Context, f schedule.Fault, before obser
 		return note
 	}
 	return nil
+}
+
+// askToAllocate sends the allocation request, again while the workload
+// refuses the connection: a replica the scale before the fault just
+// started may not listen yet (seed 424242's fault 118 took such a refusal
+// for the OOM kill). An error once it was connected is the kill.
+func askToAllocate(ctx context.Context, url string) (*http.Response, error) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(actx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if !refused(err) || sleep(actx, 200*time.Millisecond) != nil {
+			return resp, err
+		}
+	}
+}
+
+// refused says whether the request never reached the workload: the
+// connection was not made (nothing listened, or time ran out dialing).
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // oomMiB is what workload.oom asks shop/web to allocate: well over its
