@@ -149,15 +149,11 @@ func (c *campaign) injectDiskFull(ctx context.Context, f schedule.Fault, inj *in
 // killAndRelaunchA SIGKILLs node a's daemon and starts it again; the
 // fault has taken effect once a new pid answers.
 func (c *campaign) killAndRelaunchA(inj *injected, where string) error {
-	old := c.a.currentPid()
-	if err := c.a.kill(); err != nil {
-		return err
-	}
-	if err := c.a.launch(); err != nil {
+	old, err := c.a.relaunch(inj, nil, nil)
+	if err != nil {
 		return err
 	}
 	inj.detail += strings.TrimSpace(fmt.Sprintf("; pid %d killed and relaunched %s", old, where))
-	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
 	return nil
 }
 
@@ -278,20 +274,20 @@ func (c *campaign) injectTornState(ctx context.Context, f schedule.Fault, before
 		return err
 	}
 	state := filepath.Join(c.a.dataDir(), "instances", victim.Name, "state.json")
-	old := c.a.currentPid()
-	if err := c.a.kill(); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(state)
+	var b []byte
+	old, err := c.a.relaunch(inj, nil, func() error {
+		var err error
+		if b, err = os.ReadFile(state); err != nil {
+			_ = c.a.launch()
+			return fmt.Errorf("reading %s: %w", state, err)
+		}
+		if err := os.WriteFile(state, b[:len(b)/2], 0o600); err != nil {
+			_ = c.a.launch()
+			return fmt.Errorf("tearing %s: %w", state, err)
+		}
+		return nil
+	})
 	if err != nil {
-		_ = c.a.launch()
-		return fmt.Errorf("reading %s: %w", state, err)
-	}
-	if err := os.WriteFile(state, b[:len(b)/2], 0o600); err != nil {
-		_ = c.a.launch()
-		return fmt.Errorf("tearing %s: %w", state, err)
-	}
-	if err := c.a.launch(); err != nil {
 		return err
 	}
 	inj.detail = fmt.Sprintf("pid %d killed, %s torn to %d of %d bytes, relaunched", old, state, len(b)/2, len(b))

@@ -555,15 +555,11 @@ func (c *campaign) injectDaemonKill(ctx context.Context, f schedule.Fault, inj *
 
 // killAndRelaunch sends SIGKILL to n's daemon and starts it again at once.
 func killAndRelaunch(n *node, inj *injected) error {
-	old := n.currentPid()
-	if err := n.kill(); err != nil {
-		return err
-	}
-	if err := n.launch(); err != nil {
+	old, err := n.relaunch(inj, nil, nil)
+	if err != nil {
 		return err
 	}
 	inj.detail = strings.TrimPrefix(inj.detail+fmt.Sprintf("; pid %d killed", old), "; ")
-	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
 	return nil
 }
 

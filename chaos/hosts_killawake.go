@@ -121,24 +121,22 @@ func (c *campaign) printLossWindows() {
 // the replication class bounds. The daemon is then relaunched, empty
 // handed, so the pair runs two nodes again.
 func (c *campaign) crashNode(n *node, p *hostPair, inj *injected) error {
-	old := n.currentPid()
-	if err := n.kill(); err != nil {
-		return err
-	}
-	for _, proc := range markedProcs(c.run) {
-		if proc.Service == p.service() {
-			_ = killGroup(proc.Pgid)
+	old, err := n.relaunch(inj, nil, func() error {
+		for _, proc := range markedProcs(c.run) {
+			if proc.Service == p.service() {
+				_ = killGroup(proc.Pgid)
+			}
 		}
-	}
-	local := filepath.Join(n.dataDir(), "hosts", hostName)
-	if err := os.RemoveAll(local); err != nil {
-		return fmt.Errorf("node %s: removing the local copy: %w", n.name, err)
-	}
-	os.Remove(local + ".checkpoint")
-	if err := n.launch(); err != nil {
+		local := filepath.Join(n.dataDir(), "hosts", hostName)
+		if err := os.RemoveAll(local); err != nil {
+			return fmt.Errorf("node %s: removing the local copy: %w", n.name, err)
+		}
+		os.Remove(local + ".checkpoint")
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	inj.detail += fmt.Sprintf("; pid %d killed with its host's processes and local copy", old)
-	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
 	return nil
 }

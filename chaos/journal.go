@@ -44,20 +44,20 @@ const (
 func (c *campaign) injectJournal(ctx context.Context, f schedule.Fault, inj *injected) error {
 	n := c.a
 	jdir := filepath.Join(n.dataDir(), "journal")
-	old := n.currentPid()
 	logFrom := fileLen(n.logPath())
 	kill := f.Params["damage"] == "wal" || f.Param("kill") == 1
-	if err := c.stopForJournal(ctx, n, kill); err != nil {
-		return err
-	}
-	file, command, detail, err := damageJournal(jdir, f)
-	if err != nil {
-		_ = n.launch()
-		return err
-	}
-	inj.target, inj.detail = file, detail
-	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
-	if err := n.launch(); err != nil {
+	var file, command string
+	stop := func() error { return c.stopForJournal(ctx, n, kill) }
+	if _, err := n.relaunch(inj, stop, func() error {
+		var detail string
+		var err error
+		if file, command, detail, err = damageJournal(jdir, f); err != nil {
+			_ = n.launch()
+			return err
+		}
+		inj.target, inj.detail = file, detail
+		return nil
+	}); err != nil {
 		return err
 	}
 	st, err := waitHeld(ctx, n)

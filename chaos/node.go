@@ -169,6 +169,31 @@ func (n *node) kill() error {
 	return nil
 }
 
+// relaunch ends the daemon with stop (nil: SIGKILL), runs down while it
+// is down (nil: nothing), and starts it again; the fault has taken effect
+// once a new pid answers (inj.witness). It returns the pid it ended. When
+// stop or down fails it returns that error and starts nothing: a down
+// that wants the daemon back after its own failure launches it itself.
+func (n *node) relaunch(inj *injected, stop, down func() error) (old int, err error) {
+	if stop == nil {
+		stop = n.kill
+	}
+	old = n.currentPid()
+	if err := stop(); err != nil {
+		return old, err
+	}
+	if down != nil {
+		if err := down(); err != nil {
+			return old, err
+		}
+	}
+	if err := n.launch(); err != nil {
+		return old, err
+	}
+	inj.witness = func(o observation) bool { return o.status.Daemon.PID != old }
+	return old, nil
+}
+
 // exit asks the daemon to drain and exit, killing it if it does not within
 // limit.
 func (n *node) exit(ctx context.Context, limit time.Duration) error {

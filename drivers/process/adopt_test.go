@@ -150,6 +150,21 @@ func startThenCrash(t *testing.T, dir, name, script string) drivers.Status {
 // saved, the run not.
 func crashBeforeRecorded(t *testing.T, dir, name string) {
 	t.Helper()
+	editState(t, dir, name, func(rec map[string]any) {
+		if rec["run_token"] == nil {
+			t.Fatal("no run token recorded")
+		}
+		delete(rec, "pid")
+		delete(rec, "proc_start")
+		delete(rec, "started_at")
+		rec["running"], rec["launching"] = false, true
+	})
+}
+
+// editState decodes name's state file under dir, lets edit change the
+// record, and writes it back.
+func editState(t *testing.T, dir, name string, edit func(rec map[string]any)) {
+	t.Helper()
 	path := filepath.Join(dir, "instances", name, "state.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -159,13 +174,7 @@ func crashBeforeRecorded(t *testing.T, dir, name string) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec["run_token"] == nil {
-		t.Fatal("no run token recorded")
-	}
-	delete(rec, "pid")
-	delete(rec, "proc_start")
-	delete(rec, "started_at")
-	rec["running"], rec["launching"] = false, true
+	edit(rec)
 	b, _ = json.Marshal(rec)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -277,23 +286,12 @@ func TestAdoptARunRecordedWithoutItsStartTime(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	path := filepath.Join(dir, "instances", "emfile", "state.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec map[string]any
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if rec["proc_start"] == nil || rec["running"] != true {
-		t.Fatalf("state file %s: no running run with a start time to take out", b)
-	}
-	delete(rec, "proc_start")
-	b, _ = json.Marshal(rec)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editState(t, dir, "emfile", func(rec map[string]any) {
+		if rec["proc_start"] == nil || rec["running"] != true {
+			t.Fatalf("state file of emfile %v: no running run with a start time to take out", rec)
+		}
+		delete(rec, "proc_start")
+	})
 
 	d := newDriver(t, dir)
 	defer d.Close()
