@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -23,7 +24,8 @@ import (
 
 // Incremental, content-addressed checkpoints (ACT-15). A Cas checkpoint
 // is an index object under ckpt/ listing every entry of the data
-// directory (path, type, mode, mtime, and for a file its size and sha256);
+// directory (path, type, mode, mtime, and for a file its size, sha256 and
+// CRC-32C);
 // file contents live once per content under PREFIX/HOST/blobs/SHA256.
 // Save uploads only the blobs the store does not hold yet, so a 1-file
 // change costs about that file plus the index.
@@ -51,6 +53,7 @@ type IndexItem struct {
 	MTime time.Time `json:"mt"`
 	Size  int64     `json:"s,omitempty"`
 	Hash  string    `json:"h,omitempty"` // hex sha256 of the content (files)
+	CRC   string    `json:"c,omitempty"` // hex CRC-32C of the content (files; sum.go)
 	Link  string    `json:"l,omitempty"` // symlink target
 	Kind  string    `json:"k,omitempty"` // "sqlite": a consistent snapshot of a database (ACT-16)
 }
@@ -98,8 +101,10 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 		return Entry{}, Stats{}, fmt.Errorf("uploading the index: %w", err)
 	}
 	sum := sha256.Sum256(data)
+	crc := newCRC32C()
+	crc.Write(data)
 	entry := Entry{
-		Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)),
+		Key: key, SHA256: hex.EncodeToString(sum[:]), CRC32C: crcHex(crc), Size: int64(len(data)),
 		Unpacked: s.unpacked, Files: s.files, Format: Cas,
 		Created: now, Node: head.Manifest.Node, Epoch: head.Manifest.Epoch,
 	}
@@ -242,7 +247,7 @@ func (s *casSaver) file(path string, item IndexItem) error {
 	item.Size = info.Size()
 	key, changed, statOK := statKeyOf(info)
 	if c, ok := s.prev[item.Path]; ok && statOK && item.Kind == "" && c.key == key {
-		item.Hash = c.hash
+		item.Hash, item.CRC = c.hash, c.crc
 		s.next[item.Path] = c
 		if err := s.putStreamed(f, item); err != nil {
 			return err
@@ -263,25 +268,26 @@ func (s *casSaver) file(path string, item IndexItem) error {
 		}
 		sum := sha256.Sum256(data)
 		item.Hash = hex.EncodeToString(sum[:])
+		item.CRC = fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli))
 		if err := s.put(item, func() io.Reader { return bytes.NewReader(data) }); err != nil {
 			return err
 		}
 	} else {
-		h := sha256.New()
-		n, err := io.Copy(h, io.LimitReader(f, item.Size))
+		h, crc := sha256.New(), newCRC32C()
+		n, err := io.Copy(io.MultiWriter(h, crc), io.LimitReader(f, item.Size))
 		if err != nil {
 			return err
 		}
 		if n != item.Size {
 			return fmt.Errorf("%s: %w (shrank from %d to %d bytes)", item.Path, ErrChanged, item.Size, n)
 		}
-		item.Hash = hex.EncodeToString(h.Sum(nil))
+		item.Hash, item.CRC = hex.EncodeToString(h.Sum(nil)), crcHex(crc)
 		if err := s.putStreamed(f, item); err != nil {
 			return err
 		}
 	}
 	if statOK && item.Kind == "" && s.scanAt.Sub(changed) > racyGap && s.scanAt.Sub(info.ModTime()) > racyGap {
-		s.next[item.Path] = cachedHash{key: key, hash: item.Hash}
+		s.next[item.Path] = cachedHash{key: key, hash: item.Hash, crc: item.CRC}
 	}
 	s.files++
 	s.unpacked += item.Size
@@ -407,9 +413,9 @@ func (c *Checkpointer) readIndex(ctx context.Context, e Entry) (Index, error) {
 	if err != nil {
 		return Index{}, err
 	}
-	h := sha256.New()
+	h := readSum(e)
 	h.Write(data)
-	if err := checkSum(e, int64(len(data)), h); err != nil {
+	if err := checkRead(e, int64(len(data)), h); err != nil {
 		return Index{}, err
 	}
 	var idx Index
@@ -421,8 +427,8 @@ func (c *Checkpointer) readIndex(ctx context.Context, e Entry) (Index, error) {
 
 // casFetchInto restores a Cas checkpoint into dir (an empty directory):
 // the index, verified, then every file's blob, downloaded ahead of the
-// extraction and each verified against its sha256 and size before the
-// restore counts as done (ACT-15, PERF-5).
+// extraction and each verified against its size and checksum (sum.go)
+// before the restore counts as done (ACT-15, PERF-5).
 func (c *Checkpointer) casFetchInto(ctx context.Context, host string, e Entry, dir string) (int, error) {
 	idx, err := c.readIndex(ctx, e)
 	if err != nil {
@@ -436,7 +442,7 @@ func (c *Checkpointer) casFetchInto(ctx context.Context, host string, e Entry, d
 	var targets []target
 	for _, it := range idx.Entries {
 		if it.Type == "f" {
-			targets = append(targets, target{key: c.blobDir(host) + it.Hash, size: it.Size, sha256: it.Hash, name: it.Path})
+			targets = append(targets, target{key: c.blobDir(host) + it.Hash, size: it.Size, sha256: it.Hash, crc32c: it.CRC, name: it.Path})
 		}
 	}
 	f := c.newFetcher(ctx, targets)
@@ -513,9 +519,10 @@ func (c *Checkpointer) ReadFile(ctx context.Context, host string, e Entry, name 
 		if err != nil {
 			return nil, err
 		}
-		h := sha256.New()
+		e := Entry{Key: c.blobDir(host) + it.Hash, SHA256: it.Hash, CRC32C: it.CRC, Size: it.Size}
+		h := readSum(e)
 		h.Write(data)
-		if err := checkSum(Entry{Key: c.blobDir(host) + it.Hash, SHA256: it.Hash, Size: it.Size}, int64(len(data)), h); err != nil {
+		if err := checkRead(e, int64(len(data)), h); err != nil {
 			return nil, err
 		}
 		return data, nil

@@ -308,8 +308,8 @@ func (c *Checkpointer) upload(ctx context.Context, head Head, dir string) (Entry
 		pw.CloseWithError(err) // nil closes cleanly
 		packed <- packResult{st, err}
 	}()
-	h := sha256.New()
-	counted := &countingReader{r: io.TeeReader(pr, h)}
+	h, crc := sha256.New(), newCRC32C()
+	counted := &countingReader{r: io.TeeReader(pr, io.MultiWriter(h, crc))}
 	_, err = c.cfg.Store.Put(ctx, key, counted, objstore.CreateOnly())
 	pr.CloseWithError(errUploadDone) // unblock the packer if Put stopped early
 	res := <-packed
@@ -323,7 +323,7 @@ func (c *Checkpointer) upload(ctx context.Context, head Head, dir string) (Entry
 		return Entry{}, Stats{}, fmt.Errorf("uploading: %w", err)
 	}
 	entry := Entry{
-		Key: key, SHA256: hex.EncodeToString(h.Sum(nil)), Size: counted.n,
+		Key: key, SHA256: hex.EncodeToString(h.Sum(nil)), CRC32C: crcHex(crc), Size: counted.n,
 		Unpacked: res.st.unpacked, Files: res.st.files, Format: c.cfg.Format,
 		Created: now, Node: head.Manifest.Node, Epoch: head.Manifest.Epoch,
 	}

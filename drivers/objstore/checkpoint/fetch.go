@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -52,7 +51,12 @@ type target struct {
 	key    string
 	size   int64
 	sha256 string
+	crc32c string // empty: checked with sha256 (sum.go)
 	name   string // what it is, for errors: "archive" or a file's path
+}
+
+func (t target) entry() Entry {
+	return Entry{Key: t.key, SHA256: t.sha256, CRC32C: t.crc32c, Size: t.size}
 }
 
 // piece is up to a chunk of one target, fetched by one GET.
@@ -116,7 +120,7 @@ func (c *Checkpointer) newFetcher(ctx context.Context, targets []target) *fetche
 		if t.size > 0 || f.hashErr != nil {
 			continue
 		}
-		if err := checkSum(Entry{Key: t.key, SHA256: t.sha256}, 0, sha256.New()); err != nil {
+		if err := checkRead(t.entry(), 0, readSum(t.entry())); err != nil {
 			f.hashErr = fmt.Errorf("%s: %w", t.name, err)
 			f.cancel()
 		}
@@ -233,7 +237,7 @@ func (f *fetcher) closeSeq() {
 	}
 }
 
-// hash checks each target's size and sha256 as its pieces arrive. The
+// hash checks each target's size and checksum as its pieces arrive. The
 // first mismatch stops the downloads.
 func (f *fetcher) hash() {
 	defer close(f.hashed)
@@ -243,7 +247,7 @@ func (f *fetcher) hash() {
 	for p := range f.hashQ {
 		<-p.done
 		if p.off == 0 {
-			h, n, broken = sha256.New(), 0, false
+			h, n, broken = readSum(f.targets[p.t].entry()), 0, false
 		}
 		broken = broken || p.err != nil
 		if !broken && f.hashErr == nil {
@@ -251,7 +255,7 @@ func (f *fetcher) hash() {
 			n += int64(len(p.buf))
 			if p.last {
 				t := f.targets[p.t]
-				if err := checkSum(Entry{Key: t.key, SHA256: t.sha256, Size: t.size}, n, h); err != nil {
+				if err := checkRead(t.entry(), n, h); err != nil {
 					f.hashErr = fmt.Errorf("%s: %w", t.name, err)
 					f.cancel()
 				} else {
