@@ -70,6 +70,7 @@ type Config struct {
 type Checkpointer struct {
 	cfg    Config
 	hashes hashCache
+	packs  packCache
 }
 
 // New checks cfg and returns a Checkpointer.
@@ -139,7 +140,10 @@ type Stats struct {
 	// and the index); Blobs is how many blobs were uploaded, Reused how
 	// many files the store already held; SQLite how many databases were
 	// shipped as consistent snapshots (ACT-16).
+	// Packs is how many of the blobs went in pack objects (packs.go), and
+	// how many pack objects were uploaded.
 	Blobs, Reused, SQLite int
+	Packed, Packs         int
 	// Hashed is how many file bytes a Cas save read to hash (files whose
 	// stat is unchanged since the last save are not read again).
 	Hashed int64

@@ -120,7 +120,7 @@ func TestACT15AnIndexWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
 	if snapshot(t, dst) != snapshot(t, src) {
 		t.Fatal("restored tree differs")
 	}
-	corrupt(t, store, blobKeys(store)[1])
+	corrupt(t, store, blobKeys(store)[0])
 	if _, err := c.Restore(ctx, head, filepath.Join(t.TempDir(), "b")); !errors.Is(err, checkpoint.ErrCorrupt) {
 		t.Fatalf("restore with a damaged blob and no crc32c: %v, want ErrCorrupt", err)
 	}

@@ -1,0 +1,165 @@
+package checkpoint_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engenho/engenho/drivers/clock"
+	"github.com/engenho/engenho/drivers/objstore"
+	"github.com/engenho/engenho/drivers/objstore/checkpoint"
+	"github.com/engenho/engenho/drivers/objstore/fake"
+)
+
+func packKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if strings.Contains(k, "/blobs/p-") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ACT-15, PERF-5: small files go in packs, not a blob each; a restore
+// reads a pack's run of files with one ranged GET and restores the tree.
+func TestACT15SmallFilesArePackedAndReadWithOneGET(t *testing.T) {
+	store := newRangeStore()
+	c := newCheckpointer(t, store, clock.NewFake(start), nil)
+	dir := filepath.Join(t.TempDir(), "data")
+	manyFiles(t, dir, 256, 32<<10)
+	head, st, err := c.Save(ctx, claim(t, c, writerA), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Blobs != 256 || st.Packed != 256 || st.Packs != 1 {
+		t.Fatalf("256 files of 32 KiB saved as %d blobs, %d packed in %d packs; want all 256 in 1 pack", st.Blobs, st.Packed, st.Packs)
+	}
+	keys := store.Store.(*fake.Store).Keys()
+	packs := packKeys(keys)
+	if len(packs) != 1 || len(keys) != 3 { // the manifest, the index, the pack
+		t.Fatalf("store holds %v", keys)
+	}
+	dst := filepath.Join(t.TempDir(), "restored")
+	if _, err := c.Restore(ctx, head, dst); err != nil {
+		t.Fatal(err)
+	}
+	if snapshot(t, dst) != snapshot(t, dir) {
+		t.Fatal("restored tree differs")
+	}
+	if n := store.ranges[packs[0]]; n != 1 {
+		t.Fatalf("the pack was read with %d ranged GETs, want 1", n)
+	}
+}
+
+// ACT-15: a save reuses the current checkpoint's packed contents, and
+// packs again what a pack that went missing held: the save lands and the
+// checkpoint restores.
+func TestACT15ASaveRepacksWhatAMissingPackHeld(t *testing.T) {
+	clk := clock.NewFake(start)
+	store := fake.New(fake.Options{Clock: clk})
+	c := newCheckpointer(t, store, clk, nil)
+	dir := filepath.Join(t.TempDir(), "data")
+	manyFiles(t, dir, 8, 1000)
+	head := save(t, c, claim(t, c, writerA), dir)
+	head, st, err := c.Save(ctx, head, dir)
+	if err != nil || st.Packed != 0 || st.Reused != 8 {
+		t.Fatalf("an unchanged save packed %d, reused %d (%v); want 0 and 8", st.Packed, st.Reused, err)
+	}
+	packs := packKeys(store.Keys())
+	if len(packs) != 1 {
+		t.Fatalf("packs %v, want 1", packs)
+	}
+	store.Delete(ctx, packs[0], objstore.Always)
+	head, st, err = c.Save(ctx, head, dir)
+	if err != nil || st.Packed != 8 || st.Packs != 1 {
+		t.Fatalf("a save after the pack went missing packed %d in %d packs (%v); want 8 in 1", st.Packed, st.Packs, err)
+	}
+	dst := filepath.Join(t.TempDir(), "restored")
+	if _, err := c.Restore(ctx, head, dst); err != nil {
+		t.Fatal(err)
+	}
+	if snapshot(t, dst) != snapshot(t, dir) {
+		t.Fatal("restored tree differs")
+	}
+}
+
+// ACT-15: an index names its format: version 2 when some file is packed
+// (older builds refuse it rather than look for blobs that are not
+// there), 1 when none is.
+func TestACT15AnIndexWithPacksIsVersion2(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		size    int
+		version float64
+	}{{"small files", 1000, 2}, {"large files", 2 << 20, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			store := fake.New(fake.Options{Clock: clk})
+			c := newCheckpointer(t, store, clk, nil)
+			dir := filepath.Join(t.TempDir(), "data")
+			manyFiles(t, dir, 2, tc.size)
+			head := save(t, c, claim(t, c, writerA), dir)
+			obj, err := store.Get(ctx, head.Manifest.Current.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(obj.Body)
+			obj.Body.Close()
+			var idx map[string]any
+			json.Unmarshal(data, &idx)
+			if idx["v"] != tc.version {
+				t.Fatalf("index version %v, want %v", idx["v"], tc.version)
+			}
+		})
+	}
+}
+
+// ACT-15, REL-5: an index that names a pack outside the host's blobs, or
+// a packed file at a negative offset, is ErrCorrupt, and nothing is read
+// from where it points.
+func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
+	for name, edit := range map[string]func(item map[string]any){
+		"pack outside": func(item map[string]any) { item["pk"] = "../../other/blobs/p-x" },
+		"not a pack":   func(item map[string]any) { item["pk"] = "manifest.json" },
+		"negative":     func(item map[string]any) { item["o"] = -5 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			store := fake.New(fake.Options{Clock: clk})
+			c := newCheckpointer(t, store, clk, nil)
+			dir := filepath.Join(t.TempDir(), "data")
+			manyFiles(t, dir, 2, 1000)
+			head := save(t, c, claim(t, c, writerA), dir)
+			e := *head.Manifest.Current
+			store.Tamper(e.Key, func(b []byte) []byte {
+				var idx map[string]any
+				json.Unmarshal(b, &idx)
+				for _, it := range idx["entries"].([]any) {
+					if item := it.(map[string]any); item["t"] == "f" {
+						edit(item)
+						break
+					}
+				}
+				out, _ := json.Marshal(idx)
+				sum := sha256.Sum256(out)
+				e.SHA256, e.Size, e.CRC32C = hex.EncodeToString(sum[:]), int64(len(out)), ""
+				return out
+			})
+			head.Manifest.Current = &e
+			dst := filepath.Join(t.TempDir(), "restored")
+			if _, err := c.Restore(ctx, head, dst); !errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Fatalf("restore: %v, want ErrCorrupt", err)
+			}
+			if _, err := os.Stat(dst); !os.IsNotExist(err) {
+				t.Fatal("a corrupt restore created the target")
+			}
+		})
+	}
+}
