@@ -13,6 +13,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -434,16 +435,13 @@ func (s *casSaver) checkBlobs() error {
 	}
 	// Every bad blob is removed, so no later save takes it for good.
 	var first error
+	put := map[string]packSum{} // what this save uploaded, by name under blobs/
 	for hash, size := range s.uploaded {
-		if err := s.c.checkBlob(s.ctx, s.host, hash, size); err != nil {
-			s.c.deleteQuietly(s.ctx, s.blobKey(hash))
-			if first == nil {
-				first = fmt.Errorf("verifying upload: %w", err)
-			}
-		}
+		put[hash] = packSum{size: size, sha256: hash}
 	}
-	for name, sum := range s.packsPut {
-		if err := s.c.checkPack(s.ctx, s.host, name, sum); err != nil {
+	maps.Copy(put, s.packsPut)
+	for name, sum := range put {
+		if err := s.c.checkObject(s.ctx, s.blobKey(name), sum); err != nil {
 			s.c.deleteQuietly(s.ctx, s.blobKey(name))
 			if first == nil {
 				first = fmt.Errorf("verifying upload: %w", err)
@@ -453,20 +451,19 @@ func (s *casSaver) checkBlobs() error {
 	return first
 }
 
-// checkBlob reads one blob and checks its size and sha256.
-func (c *Checkpointer) checkBlob(ctx context.Context, host, hash string, size int64) error {
-	key := c.blobDir(host) + hash
+// checkObject reads one blob or pack and checks its size and sha256.
+func (c *Checkpointer) checkObject(ctx context.Context, key string, want packSum) error {
 	obj, err := c.cfg.Store.Get(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer obj.Body.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(obj.Body, size+1))
+	n, err := io.Copy(h, io.LimitReader(obj.Body, want.size+1))
 	if err != nil {
 		return err
 	}
-	return checkSum(Entry{Key: key, SHA256: hash, Size: size}, n, h)
+	return checkSum(Entry{Key: key, SHA256: want.sha256, Size: want.size}, n, h)
 }
 
 // readIndex fetches a Cas checkpoint's index and verifies it against its

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
@@ -124,25 +123,10 @@ func (s *casSaver) flushPack() error {
 	return nil
 }
 
+// packSum is what a blob or pack this save uploaded must read back as.
 type packSum struct {
 	size   int64
 	sha256 string
-}
-
-// checkPack reads an uploaded pack back and checks its size and sha256.
-func (c *Checkpointer) checkPack(ctx context.Context, host, name string, sum packSum) error {
-	key := c.blobDir(host) + name
-	obj, err := c.cfg.Store.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	defer obj.Body.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(obj.Body, sum.size+1))
-	if err != nil {
-		return err
-	}
-	return checkSum(Entry{Key: key, SHA256: sum.sha256, Size: sum.size}, n, h)
 }
 
 // blobName is the object under blobs/ that holds a file's content.

@@ -137,22 +137,14 @@ func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
 			manyFiles(t, dir, 2, 1000)
 			head := save(t, c, claim(t, c, writerA), dir)
-			e := *head.Manifest.Current
-			store.Tamper(e.Key, func(b []byte) []byte {
-				var idx map[string]any
-				json.Unmarshal(b, &idx)
+			head = rewriteIndex(t, store, head, func(idx map[string]any) {
 				for _, it := range idx["entries"].([]any) {
 					if item := it.(map[string]any); item["t"] == "f" {
 						edit(item)
 						break
 					}
 				}
-				out, _ := json.Marshal(idx)
-				sum := sha256.Sum256(out)
-				e.SHA256, e.Size, e.CRC32C = hex.EncodeToString(sum[:]), int64(len(out)), ""
-				return out
 			})
-			head.Manifest.Current = &e
 			dst := filepath.Join(t.TempDir(), "restored")
 			if _, err := c.Restore(ctx, head, dst); !errors.Is(err, checkpoint.ErrCorrupt) {
 				t.Fatalf("restore: %v, want ErrCorrupt", err)
@@ -162,4 +154,25 @@ func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rewriteIndex edits head's index object in the store, as JSON, and
+// returns head with an entry that matches the edited index (its sha256
+// and size, and no crc32c: as an entry written before CRC-32C).
+func rewriteIndex(t *testing.T, store *fake.Store, head checkpoint.Head, edit func(idx map[string]any)) checkpoint.Head {
+	t.Helper()
+	e := *head.Manifest.Current
+	store.Tamper(e.Key, func(b []byte) []byte {
+		var idx map[string]any
+		if err := json.Unmarshal(b, &idx); err != nil {
+			t.Fatal(err)
+		}
+		edit(idx)
+		out, _ := json.Marshal(idx)
+		sum := sha256.Sum256(out)
+		e.SHA256, e.Size, e.CRC32C = hex.EncodeToString(sum[:]), int64(len(out)), ""
+		return out
+	})
+	head.Manifest.Current = &e
+	return head
 }
