@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -145,7 +146,9 @@ func (it IndexItem) validPacked() error {
 	if !strings.HasPrefix(it.Pack, packPrefix) || objstore.ValidName(it.Pack) != nil {
 		return fmt.Errorf("pack name %q", it.Pack)
 	}
-	if it.Off < 0 || it.Size <= 0 {
+	// The end must be an offset too: past MaxInt64 it would wrap, and a
+	// restore would take the read for a short, transient one.
+	if it.Off < 0 || it.Size <= 0 || it.Off > math.MaxInt64-it.Size {
 		return fmt.Errorf("packed at offset %d with size %d", it.Off, it.Size)
 	}
 	return nil

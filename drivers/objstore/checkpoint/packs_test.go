@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,14 +122,18 @@ func TestACT15AnIndexWithPacksIsVersion2(t *testing.T) {
 	}
 }
 
-// ACT-15, REL-5: an index that names a pack outside the host's blobs, or
-// a packed file at a negative offset, is ErrCorrupt, and nothing is read
-// from where it points.
+// ACT-15, REL-5: an index that names a pack outside the host's blobs, a
+// packed file at a negative offset, or one whose end is past what an
+// offset can say (which would wrap and read as a short, transient
+// download), is ErrCorrupt, and nothing is read from where it points.
 func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
 	for name, edit := range map[string]func(item map[string]any){
 		"pack outside": func(item map[string]any) { item["pk"] = "../../other/blobs/p-x" },
 		"not a pack":   func(item map[string]any) { item["pk"] = "manifest.json" },
 		"negative":     func(item map[string]any) { item["o"] = -5 },
+		"end overflows": func(item map[string]any) {
+			item["o"] = int64(math.MaxInt64 - 10) // the file is 1000 bytes
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(start)
