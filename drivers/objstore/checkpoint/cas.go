@@ -488,7 +488,7 @@ func (c *Checkpointer) readIndex(ctx context.Context, e Entry) (Index, error) {
 		return Index{}, fmt.Errorf("%w: index %s: version %d, %v", ErrCorrupt, e.Key, idx.Version, err)
 	}
 	for _, it := range idx.Entries {
-		if err := it.validPacked(); err != nil {
+		if err := it.validPlace(); err != nil {
 			return Index{}, fmt.Errorf("%w: index %s: %s: %w", ErrCorrupt, e.Key, it.Path, err)
 		}
 	}

@@ -138,8 +138,16 @@ func (it IndexItem) blobName() string {
 	return it.Hash
 }
 
-// validPacked checks a packed file's place in an index.
-func (it IndexItem) validPacked() error {
+// validPlace checks where an index says a file's content is. A restore
+// checks the content against its CRC-32C, which, unlike the sha256, does
+// not tie it to the blob's name, so the name itself must be a sha256.
+func (it IndexItem) validPlace() error {
+	if it.Type != "f" {
+		return nil
+	}
+	if sum, err := hex.DecodeString(it.Hash); err != nil || len(sum) != sha256.Size {
+		return fmt.Errorf("sha256 %q is not 64 hex digits", it.Hash)
+	}
 	if it.Pack == "" {
 		return nil
 	}

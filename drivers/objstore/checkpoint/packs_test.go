@@ -125,7 +125,8 @@ func TestACT15AnIndexWithPacksIsVersion2(t *testing.T) {
 // ACT-15, REL-5: an index that names a pack outside the host's blobs, a
 // packed file at a negative offset, or one whose end is past what an
 // offset can say (which would wrap and read as a short, transient
-// download), is ErrCorrupt, and nothing is read from where it points.
+// download), or a blob by anything but a sha256, is ErrCorrupt, and
+// nothing is read from where it points.
 func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
 	for name, edit := range map[string]func(item map[string]any){
 		"pack outside": func(item map[string]any) { item["pk"] = "../../other/blobs/p-x" },
@@ -134,6 +135,9 @@ func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
 		"end overflows": func(item map[string]any) {
 			item["o"] = int64(math.MaxInt64 - 10) // the file is 1000 bytes
 		},
+		// A restore checks CRC-32C, which does not tie a blob to its
+		// name as sha256 did: the name must be a sha256.
+		"blob not a sha256": func(item map[string]any) { delete(item, "pk"); delete(item, "o"); item["h"] = "" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(start)
