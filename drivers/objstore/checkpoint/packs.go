@@ -35,6 +35,9 @@ const (
 	packTarget = 8 << 20
 	// packPrefix starts a pack's name; a blob's name is 64 hex digits.
 	packPrefix = "p-"
+	// packSparse: a pack the current checkpoint names less than
+	// 1/packSparse of is not reused (packedIn).
+	packSparse = 4
 )
 
 // packLoc is where a file's content sits in a pack.
@@ -50,9 +53,14 @@ type openPack struct {
 }
 
 // packed returns the packed contents the current checkpoint names, where
-// their pack is still in the store (have): a save reuses them rather
-// than packing them again. Without a readable current Cas index, nothing
-// is reused and the contents are packed again.
+// their pack is still in the store (have) and not sparse: a save reuses
+// them rather than packing them again. A pack is kept whole while a kept
+// checkpoint names any of its files, so reusing the last few files of a
+// pack the current checkpoint names less than 1/packSparse of would keep
+// its dropped bytes for ever; those files are packed again instead, and
+// the pack goes once the checkpoints that name it are dropped. Without a
+// readable current Cas index, nothing is reused and the contents are
+// packed again.
 func (c *Checkpointer) packedIn(ctx context.Context, head Head, have map[string]int64) map[string]packLoc {
 	out := map[string]packLoc{}
 	cur := head.Manifest.Current
@@ -67,8 +75,13 @@ func (c *Checkpointer) packedIn(ctx context.Context, head Head, have map[string]
 		}
 		locs = packedOf(idx)
 	}
+	live := map[string]int64{} // bytes of each pack the index names
+	for _, loc := range locs {
+		live[loc.pack] += loc.size
+	}
 	for hash, loc := range locs {
-		if size, ok := have[loc.pack]; ok && loc.off+loc.size <= size {
+		size, ok := have[loc.pack]
+		if ok && loc.off+loc.size <= size && live[loc.pack]*packSparse >= size {
 			out[hash] = loc
 		}
 	}

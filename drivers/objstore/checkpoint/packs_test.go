@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore"
@@ -184,4 +186,54 @@ func rewriteIndex(t *testing.T, store *fake.Store, head checkpoint.Head, edit fu
 	})
 	head.Manifest.Current = &e
 	return head
+}
+
+// ACT-15, PERF-5: a pack whose files are mostly gone is not kept alive by
+// the few that stay: a save packs those again rather than reuse a pack
+// the current checkpoint names less than a quarter of, so the store does
+// not grow by a pack per batch of small files that leaves one behind.
+func TestACT15ASparsePackIsNotReused(t *testing.T) {
+	clk := clock.NewFake(start)
+	store := fake.New(fake.Options{Clock: clk})
+	c := newCheckpointer(t, store, clk, nil) // Keep 3
+	dir := filepath.Join(t.TempDir(), "data")
+	head := claim(t, c, writerA)
+	const batch = 100 * (80 << 10) // one pack's worth of small files
+	for round := range 4 {
+		// A batch of small files, of which one stays ("keep-N" is packed
+		// with them), then saves without the batch.
+		manyFiles(t, filepath.Join(dir, "batch"), 100, 80<<10)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("keep-%d", round)), bytesOf(1000, byte(200+round)), 0o644)
+		os.WriteFile(filepath.Join(dir, "batch", "files", "f000"), bytesOf(80<<10, byte(100+round)), 0o644) // a new content each round
+		clk.Advance(time.Minute)
+		head = save(t, c, head, dir)
+		os.RemoveAll(filepath.Join(dir, "batch"))
+		for range 3 {
+			clk.Advance(time.Minute)
+			head = save(t, c, head, dir)
+		}
+	}
+	infos, err := store.List(ctx, "engenho/"+host+"/blobs/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held int64
+	for _, info := range infos {
+		held += info.Size
+	}
+	// What the kept checkpoints name is 4 files of 1000 bytes; the last
+	// round's batch pack may still be named by the oldest kept one.
+	if held > batch+batch/4 {
+		t.Fatalf("after 4 rounds the store holds %d bytes in %d blobs and packs, want at most one batch's pack (%d) and a little", held, len(infos), batch)
+	}
+	for _, e := range append([]checkpoint.Entry{*head.Manifest.Current}, head.Manifest.History...) {
+		dst := filepath.Join(t.TempDir(), "r")
+		if _, err := c.Restore(ctx, checkpoint.Head{Host: host, Manifest: checkpoint.Manifest{Current: &e}}, dst); err != nil {
+			t.Fatalf("kept checkpoint %s: %v", e.Key, err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "last")
+	if _, err := c.Restore(ctx, head, dst); err != nil || snapshot(t, dst) != snapshot(t, dir) {
+		t.Fatalf("the last checkpoint does not restore the tree (%v)", err)
+	}
 }
