@@ -106,7 +106,7 @@ func (s *casSaver) pack(item *IndexItem, data []byte) error {
 		var rnd [6]byte
 		rand.Read(rnd[:])
 		name := packPrefix + s.c.cfg.Clock.Now().UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(rnd[:])
-		s.open = &openPack{name: name, data: make([]byte, 0, packTarget+packLimit)}
+		s.open = &openPack{name: name} // grown by append: most saves pack a few small files
 	}
 	loc := packLoc{pack: s.open.name, off: int64(len(s.open.data)), size: item.Size}
 	s.open.data = append(s.open.data, data...)
