@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,13 +25,17 @@ import (
 
 // Incremental, content-addressed checkpoints (ACT-15). A Cas checkpoint
 // is an index object under ckpt/ listing every entry of the data
-// directory (path, type, mode, mtime, and for a file its size and sha256);
+// directory (path, type, mode, mtime, and for a file its size, sha256 and
+// CRC-32C);
 // file contents live once per content under PREFIX/HOST/blobs/SHA256.
 // Save uploads only the blobs the store does not hold yet, so a 1-file
 // change costs about that file plus the index.
 
-// IndexVersion is the index format version.
-const IndexVersion = 1
+// IndexVersion is the index format version: 2 when some file is packed
+// (packs.go), which older builds refuse rather than misread; 1 otherwise.
+const IndexVersion = 2
+
+const indexVersionUnpacked = 1
 
 // memLimit: files up to this size are read into memory once, hashed and
 // uploaded from that copy, so a file rewritten meanwhile cannot make the
@@ -50,9 +56,12 @@ type IndexItem struct {
 	Mode  int64     `json:"m,omitempty"` // tarMode bits
 	MTime time.Time `json:"mt"`
 	Size  int64     `json:"s,omitempty"`
-	Hash  string    `json:"h,omitempty"` // hex sha256 of the content (files)
-	Link  string    `json:"l,omitempty"` // symlink target
-	Kind  string    `json:"k,omitempty"` // "sqlite": a consistent snapshot of a database (ACT-16)
+	Hash  string    `json:"h,omitempty"`  // hex sha256 of the content (files)
+	CRC   string    `json:"c,omitempty"`  // hex CRC-32C of the content (files; sum.go)
+	Link  string    `json:"l,omitempty"`  // symlink target
+	Kind  string    `json:"k,omitempty"`  // "sqlite": a consistent snapshot of a database (ACT-16)
+	Pack  string    `json:"pk,omitempty"` // the pack holding the content (packs.go); empty: blobs/HASH
+	Off   int64     `json:"o,omitempty"`  // the content's offset in its pack
 }
 
 func (c *Checkpointer) blobDir(host string) string {
@@ -77,15 +86,23 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 	}
 	cacheKey := head.Host + "\x00" + dir
 	s := &casSaver{c: c, ctx: ctx, host: head.Host, have: have, uploaded: map[string]int64{},
+		packed: c.packedIn(ctx, head, have), packsPut: map[string]packSum{},
 		prev: c.hashes.get(cacheKey), next: map[string]cachedHash{}, scanAt: c.cfg.Clock.Now()}
 	if err := s.walk(dir); err != nil {
+		return Entry{}, Stats{}, err
+	}
+	if err := s.flushPack(); err != nil {
 		return Entry{}, Stats{}, err
 	}
 	c.hashes.put(cacheKey, s.next)
 	if err := s.checkBlobs(); err != nil {
 		return Entry{}, Stats{}, err
 	}
-	data, err := json.Marshal(Index{Version: IndexVersion, Entries: s.items})
+	idx := Index{Version: indexVersionUnpacked, Entries: s.items}
+	if len(packedOf(idx)) > 0 {
+		idx.Version = IndexVersion
+	}
+	data, err := json.Marshal(idx)
 	if err != nil {
 		return Entry{}, Stats{}, err
 	}
@@ -97,15 +114,19 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 		c.deleteQuietly(ctx, key)
 		return Entry{}, Stats{}, fmt.Errorf("uploading the index: %w", err)
 	}
+	c.packs.put(head.Host, key, packedOf(idx))
 	sum := sha256.Sum256(data)
+	crc := newCRC32C()
+	crc.Write(data)
 	entry := Entry{
-		Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data)),
+		Key: key, SHA256: hex.EncodeToString(sum[:]), CRC32C: crcHex(crc), Size: int64(len(data)),
 		Unpacked: s.unpacked, Files: s.files, Format: Cas,
 		Created: now, Node: head.Manifest.Node, Epoch: head.Manifest.Epoch,
 	}
 	st := Stats{
 		Bytes: s.sent + int64(len(data)), Unpacked: s.unpacked, Files: s.files, Skipped: s.skipped,
-		Blobs: len(s.uploaded), Reused: s.reused, SQLite: s.sqlite, Hashed: s.hashed,
+		Blobs: len(s.uploaded) + s.blobs, Reused: s.reused, SQLite: s.sqlite, Hashed: s.hashed,
+		Packed: s.blobs, Packs: len(s.packsPut),
 	}
 	return entry, st, nil
 }
@@ -126,8 +147,12 @@ type casSaver struct {
 	c        *Checkpointer
 	ctx      context.Context
 	host     string
-	have     map[string]int64 // blobs in the store at the start
-	uploaded map[string]int64 // blobs this save put
+	have     map[string]int64   // blobs in the store at the start
+	uploaded map[string]int64   // blobs this save put
+	packed   map[string]packLoc // contents in packs, by sha256: the current checkpoint's and this save's
+	open     *openPack          // the pack this save is filling
+	packsPut map[string]packSum // packs this save put
+	blobs    int                // contents this save packed
 	items    []IndexItem
 	dbs      map[string]bool // relative paths of SQLite databases seen
 	sent     int64
@@ -242,9 +267,9 @@ func (s *casSaver) file(path string, item IndexItem) error {
 	item.Size = info.Size()
 	key, changed, statOK := statKeyOf(info)
 	if c, ok := s.prev[item.Path]; ok && statOK && item.Kind == "" && c.key == key {
-		item.Hash = c.hash
+		item.Hash, item.CRC = c.hash, c.crc
 		s.next[item.Path] = c
-		if err := s.putStreamed(f, item); err != nil {
+		if err := s.putStreamed(f, &item); err != nil {
 			return err
 		}
 		s.files++
@@ -263,25 +288,26 @@ func (s *casSaver) file(path string, item IndexItem) error {
 		}
 		sum := sha256.Sum256(data)
 		item.Hash = hex.EncodeToString(sum[:])
-		if err := s.put(item, func() io.Reader { return bytes.NewReader(data) }); err != nil {
+		item.CRC = fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli))
+		if err := s.put(&item, data); err != nil {
 			return err
 		}
 	} else {
-		h := sha256.New()
-		n, err := io.Copy(h, io.LimitReader(f, item.Size))
+		h, crc := sha256.New(), newCRC32C()
+		n, err := io.Copy(io.MultiWriter(h, crc), io.LimitReader(f, item.Size))
 		if err != nil {
 			return err
 		}
 		if n != item.Size {
 			return fmt.Errorf("%s: %w (shrank from %d to %d bytes)", item.Path, ErrChanged, item.Size, n)
 		}
-		item.Hash = hex.EncodeToString(h.Sum(nil))
-		if err := s.putStreamed(f, item); err != nil {
+		item.Hash, item.CRC = hex.EncodeToString(h.Sum(nil)), crcHex(crc)
+		if err := s.putStreamed(f, &item); err != nil {
 			return err
 		}
 	}
 	if statOK && item.Kind == "" && s.scanAt.Sub(changed) > racyGap && s.scanAt.Sub(info.ModTime()) > racyGap {
-		s.next[item.Path] = cachedHash{key: key, hash: item.Hash}
+		s.next[item.Path] = cachedHash{key: key, hash: item.Hash, crc: item.CRC}
 	}
 	s.files++
 	s.unpacked += item.Size
@@ -307,16 +333,39 @@ func (s *casSaver) snapshot(path string) (string, func(), error) {
 
 func (s *casSaver) blobKey(hash string) string { return s.c.blobDir(s.host) + hash }
 
-// put uploads a blob unless the store or this save already has it.
-func (s *casSaver) put(item IndexItem, body func() io.Reader) error {
+// held reports whether the store or this save already holds item's
+// content, and if it is packed, says where in item.
+func (s *casSaver) held(item *IndexItem) bool {
 	if size, ok := s.have[item.Hash]; ok && size == item.Size {
 		s.reused++
+		return true
+	}
+	if loc, ok := s.packed[item.Hash]; ok && loc.size == item.Size {
+		if _, mine := s.packsPut[loc.pack]; !mine && (s.open == nil || s.open.name != loc.pack) {
+			s.reused++
+		}
+		item.Pack, item.Off = loc.pack, loc.off
+		return true
+	}
+	_, ok := s.uploaded[item.Hash]
+	return ok
+}
+
+// put stores a file's content, read into data, unless the store or this
+// save already holds it: a small file in a pack, a larger one as a blob.
+func (s *casSaver) put(item *IndexItem, data []byte) error {
+	if s.held(item) {
 		return nil
 	}
-	if _, ok := s.uploaded[item.Hash]; ok {
-		return nil
+	if item.Size > 0 && item.Size <= packLimit {
+		return s.pack(item, data)
 	}
-	_, err := s.c.cfg.Store.Put(s.ctx, s.blobKey(item.Hash), body(), objstore.CreateOnly())
+	return s.putBlob(item, bytes.NewReader(data))
+}
+
+// putBlob uploads a content as a blob of its own.
+func (s *casSaver) putBlob(item *IndexItem, body io.Reader) error {
+	_, err := s.c.cfg.Store.Put(s.ctx, s.blobKey(item.Hash), body, objstore.CreateOnly())
 	if errors.Is(err, objstore.ErrPreconditionFailed) {
 		// Content-addressed: the blob appeared meanwhile with this name.
 		err = nil
@@ -329,17 +378,31 @@ func (s *casSaver) put(item IndexItem, body func() io.Reader) error {
 	return nil
 }
 
-// putStreamed uploads a large file from f again (rewound), hashing on the
-// way; content that changed since it was hashed is removed and ErrChanged.
-func (s *casSaver) putStreamed(f *os.File, item IndexItem) error {
+// putStreamed stores a file whose sha256 is known (item.Hash) from f
+// again (rewound) unless the store holds it: a small one read whole and
+// packed, a larger one uploaded while hashed. Content that changed since
+// it was hashed is ErrChanged (and an uploaded blob of it removed).
+func (s *casSaver) putStreamed(f *os.File, item *IndexItem) error {
+	if s.held(item) {
+		return nil
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
+	if item.Size > 0 && item.Size <= packLimit {
+		data, err := io.ReadAll(io.LimitReader(f, item.Size+1))
+		if err != nil {
+			return err
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != item.Hash {
+			return fmt.Errorf("%s: %w (content changed since it was hashed)", item.Path, ErrChanged)
+		}
+		return s.pack(item, data)
+	}
 	h := sha256.New()
-	sentBefore := s.sent
-	err := s.put(item, func() io.Reader { return io.TeeReader(io.LimitReader(f, item.Size), h) })
-	if err != nil || s.sent == sentBefore {
-		return err // failed, or nothing uploaded (the store had it)
+	err := s.putBlob(item, io.TeeReader(io.LimitReader(f, item.Size), h))
+	if err != nil {
+		return err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != item.Hash {
 		s.c.deleteQuietly(s.ctx, s.blobKey(item.Hash))
@@ -362,15 +425,24 @@ func (s *casSaver) checkBlobs() error {
 		if it.Type != "f" {
 			continue
 		}
-		if size, ok := have[it.Hash]; !ok || size != it.Size {
+		size, ok := have[it.blobName()]
+		if it.Pack != "" && (!ok || size < it.Off+it.Size) {
+			return fmt.Errorf("verifying blobs: %w: pack %s of %s missing or too short", ErrCorrupt, it.Pack, it.Path)
+		}
+		if it.Pack == "" && (!ok || size != it.Size) {
 			return fmt.Errorf("verifying blobs: %w: blob %s of %s missing or of the wrong size", ErrCorrupt, it.Hash, it.Path)
 		}
 	}
 	// Every bad blob is removed, so no later save takes it for good.
 	var first error
+	put := map[string]packSum{} // what this save uploaded, by name under blobs/
 	for hash, size := range s.uploaded {
-		if err := s.c.checkBlob(s.ctx, s.host, hash, size); err != nil {
-			s.c.deleteQuietly(s.ctx, s.blobKey(hash))
+		put[hash] = packSum{size: size, sha256: hash}
+	}
+	maps.Copy(put, s.packsPut)
+	for name, sum := range put {
+		if err := s.c.checkObject(s.ctx, s.blobKey(name), sum); err != nil {
+			s.c.deleteQuietly(s.ctx, s.blobKey(name))
 			if first == nil {
 				first = fmt.Errorf("verifying upload: %w", err)
 			}
@@ -379,20 +451,19 @@ func (s *casSaver) checkBlobs() error {
 	return first
 }
 
-// checkBlob reads one blob and checks its size and sha256.
-func (c *Checkpointer) checkBlob(ctx context.Context, host, hash string, size int64) error {
-	key := c.blobDir(host) + hash
+// checkObject reads one blob or pack and checks its size and sha256.
+func (c *Checkpointer) checkObject(ctx context.Context, key string, want packSum) error {
 	obj, err := c.cfg.Store.Get(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer obj.Body.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(obj.Body, size+1))
+	n, err := io.Copy(h, io.LimitReader(obj.Body, want.size+1))
 	if err != nil {
 		return err
 	}
-	return checkSum(Entry{Key: key, SHA256: hash, Size: size}, n, h)
+	return checkSum(Entry{Key: key, SHA256: want.sha256, Size: want.size}, n, h)
 }
 
 // readIndex fetches a Cas checkpoint's index and verifies it against its
@@ -407,22 +478,27 @@ func (c *Checkpointer) readIndex(ctx context.Context, e Entry) (Index, error) {
 	if err != nil {
 		return Index{}, err
 	}
-	h := sha256.New()
+	h := readSum(e)
 	h.Write(data)
-	if err := checkSum(e, int64(len(data)), h); err != nil {
+	if err := checkRead(e, int64(len(data)), h); err != nil {
 		return Index{}, err
 	}
 	var idx Index
-	if err := json.Unmarshal(data, &idx); err != nil || idx.Version != IndexVersion {
+	if err := json.Unmarshal(data, &idx); err != nil || idx.Version < indexVersionUnpacked || idx.Version > IndexVersion {
 		return Index{}, fmt.Errorf("%w: index %s: version %d, %v", ErrCorrupt, e.Key, idx.Version, err)
+	}
+	for _, it := range idx.Entries {
+		if err := it.validPlace(); err != nil {
+			return Index{}, fmt.Errorf("%w: index %s: %s: %w", ErrCorrupt, e.Key, it.Path, err)
+		}
 	}
 	return idx, nil
 }
 
 // casFetchInto restores a Cas checkpoint into dir (an empty directory):
 // the index, verified, then every file's blob, downloaded ahead of the
-// extraction and each verified against its sha256 and size before the
-// restore counts as done (ACT-15, PERF-5).
+// extraction and each verified against its size and checksum (sum.go)
+// before the restore counts as done (ACT-15, PERF-5).
 func (c *Checkpointer) casFetchInto(ctx context.Context, host string, e Entry, dir string) (int, error) {
 	idx, err := c.readIndex(ctx, e)
 	if err != nil {
@@ -436,7 +512,7 @@ func (c *Checkpointer) casFetchInto(ctx context.Context, host string, e Entry, d
 	var targets []target
 	for _, it := range idx.Entries {
 		if it.Type == "f" {
-			targets = append(targets, target{key: c.blobDir(host) + it.Hash, size: it.Size, sha256: it.Hash, name: it.Path})
+			targets = append(targets, c.blobTarget(host, it))
 		}
 	}
 	f := c.newFetcher(ctx, targets)
@@ -504,18 +580,9 @@ func (c *Checkpointer) ReadFile(ctx context.Context, host string, e Entry, name 
 		if it.Path != name || it.Type != "f" {
 			continue
 		}
-		obj, err := c.cfg.Store.Get(ctx, c.blobDir(host)+it.Hash)
-		if err != nil {
-			return nil, err
-		}
-		defer obj.Body.Close()
-		data, err := io.ReadAll(io.LimitReader(obj.Body, it.Size+1))
-		if err != nil {
-			return nil, err
-		}
-		h := sha256.New()
-		h.Write(data)
-		if err := checkSum(Entry{Key: c.blobDir(host) + it.Hash, SHA256: it.Hash, Size: it.Size}, int64(len(data)), h); err != nil {
+		f := c.newFetcher(ctx, []target{c.blobTarget(host, it)})
+		data, err := io.ReadAll(f.reader(0))
+		if err := f.finish(err); err != nil {
 			return nil, err
 		}
 		return data, nil
@@ -543,7 +610,7 @@ func (c *Checkpointer) collectBlobs(ctx context.Context, old, next Manifest) int
 		}
 		for _, it := range idx.Entries {
 			if it.Type == "f" {
-				into[it.Hash] = true
+				into[it.blobName()] = true
 			}
 		}
 		return true

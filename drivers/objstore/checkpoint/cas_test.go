@@ -181,21 +181,34 @@ func (r *rotBlobs) Put(ctx context.Context, key string, body io.Reader, cond obj
 }
 
 // ACT-15: restore verifies every blob's hash: a corrupted or missing blob
-// is ErrCorrupt and the target directory keeps what it had.
+// or pack (packs.go) is ErrCorrupt and the target directory keeps what it
+// had.
 func TestACT15RestoreVerifiesEveryBlob(t *testing.T) {
-	for _, damage := range []string{"flip", "delete", "truncate"} {
-		t.Run(damage, func(t *testing.T) {
+	for _, tc := range []struct{ damage, object string }{
+		{"flip", "pack"}, {"delete", "pack"}, {"truncate", "pack"},
+		{"flip", "blob"}, {"delete", "blob"}, {"truncate", "blob"},
+	} {
+		t.Run(tc.damage+" "+tc.object, func(t *testing.T) {
+			damage := tc.damage
 			clk := clock.NewFake(start)
 			store := fake.New(fake.Options{Clock: clk})
 			c := newCheckpointer(t, store, clk, nil)
 			dir := filepath.Join(t.TempDir(), "data")
 			manyFiles(t, dir, 4, 10_000)
+			os.WriteFile(filepath.Join(dir, "big"), bytesOf(2<<20, 7), 0o600)
 			head := save(t, c, claim(t, c, writerA), dir)
 			dst := filepath.Join(t.TempDir(), "restored")
 			os.MkdirAll(dst, 0o700)
 			os.WriteFile(filepath.Join(dst, "mine"), []byte("local"), 0o600)
 			before := snapshot(t, dst)
-			victim := blobKeys(store)[2]
+			keys := blobKeys(store)
+			if len(keys) != 2 {
+				t.Fatalf("4 small files and a big one stored as %v, want a pack and a blob", keys)
+			}
+			victim := keys[0]
+			if strings.Contains(keys[0], "/blobs/p-") != (tc.object == "pack") {
+				victim = keys[1]
+			}
 			switch damage {
 			case "flip":
 				corrupt(t, store, victim)

@@ -70,6 +70,7 @@ type Config struct {
 type Checkpointer struct {
 	cfg    Config
 	hashes hashCache
+	packs  packCache
 }
 
 // New checks cfg and returns a Checkpointer.
@@ -139,7 +140,10 @@ type Stats struct {
 	// and the index); Blobs is how many blobs were uploaded, Reused how
 	// many files the store already held; SQLite how many databases were
 	// shipped as consistent snapshots (ACT-16).
+	// Packs is how many of the blobs went in pack objects (packs.go), and
+	// how many pack objects were uploaded.
 	Blobs, Reused, SQLite int
+	Packed, Packs         int
 	// Hashed is how many file bytes a Cas save read to hash (files whose
 	// stat is unchanged since the last save are not read again).
 	Hashed int64
@@ -308,8 +312,8 @@ func (c *Checkpointer) upload(ctx context.Context, head Head, dir string) (Entry
 		pw.CloseWithError(err) // nil closes cleanly
 		packed <- packResult{st, err}
 	}()
-	h := sha256.New()
-	counted := &countingReader{r: io.TeeReader(pr, h)}
+	h, crc := sha256.New(), newCRC32C()
+	counted := &countingReader{r: io.TeeReader(pr, io.MultiWriter(h, crc))}
 	_, err = c.cfg.Store.Put(ctx, key, counted, objstore.CreateOnly())
 	pr.CloseWithError(errUploadDone) // unblock the packer if Put stopped early
 	res := <-packed
@@ -323,7 +327,7 @@ func (c *Checkpointer) upload(ctx context.Context, head Head, dir string) (Entry
 		return Entry{}, Stats{}, fmt.Errorf("uploading: %w", err)
 	}
 	entry := Entry{
-		Key: key, SHA256: hex.EncodeToString(h.Sum(nil)), Size: counted.n,
+		Key: key, SHA256: hex.EncodeToString(h.Sum(nil)), CRC32C: crcHex(crc), Size: counted.n,
 		Unpacked: res.st.unpacked, Files: res.st.files, Format: c.cfg.Format,
 		Created: now, Node: head.Manifest.Node, Epoch: head.Manifest.Epoch,
 	}

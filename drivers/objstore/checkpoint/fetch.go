@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -47,12 +46,26 @@ func (t fetchTuning) orDefault() fetchTuning {
 	return t
 }
 
-// target is one object a restore reads whole.
+// target is one object a restore reads whole, or one file's content in a
+// pack (packs.go): size bytes of the object at key from off.
 type target struct {
 	key    string
+	off    int64 // where the content starts in the object: 0 but in a pack
+	inPack bool
 	size   int64
 	sha256 string
+	crc32c string // empty: checked with sha256 (sum.go)
 	name   string // what it is, for errors: "archive" or a file's path
+}
+
+// blobTarget is where a Cas checkpoint's file is read from.
+func (c *Checkpointer) blobTarget(host string, it IndexItem) target {
+	return target{key: c.blobDir(host) + it.blobName(), off: it.Off, inPack: it.Pack != "",
+		size: it.Size, sha256: it.Hash, crc32c: it.CRC, name: it.Path}
+}
+
+func (t target) entry() Entry {
+	return Entry{Key: t.key, SHA256: t.sha256, CRC32C: t.crc32c, Size: t.size}
 }
 
 // piece is up to a chunk of one target, fetched by one GET.
@@ -116,7 +129,7 @@ func (c *Checkpointer) newFetcher(ctx context.Context, targets []target) *fetche
 		if t.size > 0 || f.hashErr != nil {
 			continue
 		}
-		if err := checkSum(Entry{Key: t.key, SHA256: t.sha256}, 0, sha256.New()); err != nil {
+		if err := checkRead(t.entry(), 0, readSum(t.entry())); err != nil {
 			f.hashErr = fmt.Errorf("%s: %w", t.name, err)
 			f.cancel()
 		}
@@ -133,7 +146,15 @@ func (f *fetcher) dispatch() {
 	defer close(f.dispatched)
 	defer close(f.order)
 	defer close(f.hashQ)
-	for i, t := range f.targets {
+	for i := 0; i < len(f.targets); i++ {
+		t := f.targets[i]
+		if end := f.runEnd(i); end > i+1 || (t.inPack && t.size > 0 && t.size <= f.tune.chunk) {
+			if !f.dispatchRun(i, end) {
+				return
+			}
+			i = end - 1
+			continue
+		}
 		n := min(t.size, f.tune.chunk)
 		if t.size > f.tune.chunk {
 			n = min(firstPiece, f.tune.chunk)
@@ -151,17 +172,128 @@ func (f *fetcher) dispatch() {
 			p.refs.Store(2)
 			f.fetches.Add(1)
 			go f.fetch(p)
-			// The hasher first: a piece the consumer has is always the
-			// hasher's too, even if the fetcher is stopped right after.
-			for _, q := range []chan *piece{f.hashQ, f.order} {
-				select {
-				case q <- p:
-				case <-f.ctx.Done():
-					return
-				}
+			if !f.queue(p) {
+				return
 			}
 		}
 	}
+}
+
+// queue hands a dispatched piece to the hasher, then the consumer: a
+// piece the consumer has is always the hasher's too, even if the fetcher
+// is stopped right after.
+func (f *fetcher) queue(p *piece) bool {
+	for _, q := range []chan *piece{f.hashQ, f.order} {
+		select {
+		case q <- p:
+		case <-f.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// runEnd is the end (exclusive) of the run of packed targets from i that
+// one GET can read: neighbours in the same pack, within a chunk in all.
+func (f *fetcher) runEnd(i int) int {
+	t := f.targets[i]
+	if !t.inPack || t.size == 0 {
+		return i + 1
+	}
+	end, j := t.off+t.size, i+1
+	for ; j < len(f.targets); j++ {
+		u := f.targets[j]
+		if !u.inPack || u.key != t.key || u.off != end || u.size == 0 || end+u.size-t.off > f.tune.chunk {
+			break
+		}
+		end += u.size
+	}
+	return j
+}
+
+// dispatchRun fetches targets [i, end), neighbours in one pack, with one
+// GET: a piece each, all done when the GET is.
+func (f *fetcher) dispatchRun(i, end int) bool {
+	first, last := f.targets[i], f.targets[end-1]
+	n := last.off + last.size - first.off
+	if f.budget.take(f.ctx, n) != nil {
+		return false
+	}
+	select {
+	case f.slots <- struct{}{}:
+	case <-f.ctx.Done():
+		return false
+	}
+	done := make(chan struct{})
+	ps := make([]*piece, 0, end-i)
+	for k := i; k < end; k++ {
+		p := &piece{t: k, n: f.targets[k].size, last: true, done: done}
+		p.refs.Store(2)
+		ps = append(ps, p)
+	}
+	f.fetches.Add(1)
+	go f.fetchRun(ps, first.off, n, done)
+	for _, p := range ps {
+		if !f.queue(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// fetchRun reads n bytes from off of the pack ps's targets are in, and
+// gives each piece its part.
+func (f *fetcher) fetchRun(ps []*piece, off, n int64, done chan struct{}) {
+	defer f.fetches.Done()
+	defer close(done)
+	defer func() { <-f.slots }()
+	key := f.targets[ps[0].t].key
+	buf := make([]byte, n)
+	err := f.readAt(key, off, buf)
+	at := int64(0)
+	for _, p := range ps {
+		t := f.targets[p.t]
+		p.buf = buf[at : at+p.n : at+p.n] // capped: never pooled (putBuf)
+		at += p.n
+		if err != nil {
+			p.err = fmt.Errorf("fetching %s (object %s, bytes %d-%d): %w", t.name, key, t.off, t.off+t.size-1, err)
+		}
+	}
+}
+
+// readAt fills buf from off of the object at key, which must hold that
+// much; a store without ranges is read from the start.
+func (f *fetcher) readAt(key string, off int64, buf []byte) error {
+	var obj *objstore.Object
+	var err error
+	if f.ranges != nil {
+		obj, err = f.ranges.GetRange(f.ctx, key, off, int64(len(buf)))
+	} else {
+		obj, err = f.store.Get(f.ctx, key)
+	}
+	if err != nil {
+		return err
+	}
+	defer obj.Body.Close()
+	if obj.Size < off+int64(len(buf)) {
+		return fmt.Errorf("%w: the object is %d bytes, want at least %d", ErrCorrupt, obj.Size, off+int64(len(buf)))
+	}
+	if f.ranges == nil {
+		if _, err := io.CopyN(io.Discard, obj.Body, off); err != nil {
+			return shortRead(err, 0, int64(len(buf)))
+		}
+	}
+	got, err := io.ReadFull(obj.Body, buf)
+	return shortRead(err, got, int64(len(buf)))
+}
+
+// shortRead is a body that ended early: a transient error, never a short
+// piece.
+func shortRead(err error, got int, want int64) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: the store sent %d of %d bytes: %w", objstore.ErrTransient, got, want, io.ErrUnexpectedEOF)
+	}
+	return err
 }
 
 func (f *fetcher) fetch(p *piece) {
@@ -171,11 +303,11 @@ func (f *fetcher) fetch(p *piece) {
 	t := f.targets[p.t]
 	p.buf = getBuf(p.n, f.tune.chunk)
 	read := f.read
-	if f.ranges == nil {
+	if f.ranges == nil && !t.inPack {
 		read = f.readSeq
 	}
 	if err := read(t, p); err != nil {
-		p.err = fmt.Errorf("fetching %s (object %s, bytes %d-%d): %w", t.name, t.key, p.off, p.off+p.n-1, err)
+		p.err = fmt.Errorf("fetching %s (object %s, bytes %d-%d): %w", t.name, t.key, t.off+p.off, t.off+p.off+p.n-1, err)
 	}
 }
 
@@ -183,6 +315,9 @@ func (f *fetcher) fetch(p *piece) {
 // object of another size than expected is ErrCorrupt; a range the store
 // cuts short is a transient error, never a short piece.
 func (f *fetcher) read(t target, p *piece) error {
+	if t.inPack {
+		return f.readAt(t.key, t.off+p.off, p.buf)
+	}
 	obj, err := f.ranges.GetRange(f.ctx, t.key, p.off, p.n)
 	if err != nil {
 		return err
@@ -197,10 +332,7 @@ func fill(obj *objstore.Object, t target, p *piece) error {
 		return fmt.Errorf("%w: the object is %d bytes, want %d", ErrCorrupt, obj.Size, t.size)
 	}
 	got, err := io.ReadFull(obj.Body, p.buf)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: the store sent %d of %d bytes: %w", objstore.ErrTransient, got, p.n, io.ErrUnexpectedEOF)
-	}
-	return err
+	return shortRead(err, got, p.n)
 }
 
 // readSeq is read for a store without ranges (none in this tree; a
@@ -233,7 +365,7 @@ func (f *fetcher) closeSeq() {
 	}
 }
 
-// hash checks each target's size and sha256 as its pieces arrive. The
+// hash checks each target's size and checksum as its pieces arrive. The
 // first mismatch stops the downloads.
 func (f *fetcher) hash() {
 	defer close(f.hashed)
@@ -243,7 +375,7 @@ func (f *fetcher) hash() {
 	for p := range f.hashQ {
 		<-p.done
 		if p.off == 0 {
-			h, n, broken = sha256.New(), 0, false
+			h, n, broken = readSum(f.targets[p.t].entry()), 0, false
 		}
 		broken = broken || p.err != nil
 		if !broken && f.hashErr == nil {
@@ -251,7 +383,7 @@ func (f *fetcher) hash() {
 			n += int64(len(p.buf))
 			if p.last {
 				t := f.targets[p.t]
-				if err := checkSum(Entry{Key: t.key, SHA256: t.sha256, Size: t.size}, n, h); err != nil {
+				if err := checkRead(t.entry(), n, h); err != nil {
 					f.hashErr = fmt.Errorf("%s: %w", t.name, err)
 					f.cancel()
 				} else {

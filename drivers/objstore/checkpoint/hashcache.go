@@ -32,12 +32,13 @@ func statKeyOf(info fs.FileInfo) (statKey, time.Time, bool) {
 
 type cachedHash struct {
 	key  statKey
-	hash string
+	hash string // sha256
+	crc  string // CRC-32C
 }
 
-// hashCache remembers, per host and data directory, the sha256 of files
-// as the last save hashed them, so an unchanged file is not read again
-// (ACT-15). Entries are only as good as the local file system's stat; a
+// hashCache remembers, per host and data directory, the sha256 and
+// CRC-32C of files as the last save hashed them, so an unchanged file is
+// not read again (ACT-15). Entries are only as good as the local file system's stat; a
 // cached hash whose blob must be uploaded is verified while uploading.
 type hashCache struct {
 	mu     sync.Mutex

@@ -35,7 +35,10 @@ type Manifest struct {
 type Entry struct {
 	Key    string `json:"key"`
 	SHA256 string `json:"sha256"` // hex, of the archive object's bytes
-	Size   int64  `json:"size"`   // bytes of the archive object
+	// CRC32C (hex) is what a restore checks the object with (sum.go);
+	// empty in checkpoints written before it was recorded.
+	CRC32C string `json:"crc32c,omitempty"`
+	Size   int64  `json:"size"` // bytes of the archive object
 	// Unpacked is the total size of the files inside; extraction refuses
 	// to write more.
 	Unpacked int64     `json:"unpacked"`
@@ -104,6 +107,9 @@ func (e Entry) validate() error {
 	}
 	if sum, err := hex.DecodeString(e.SHA256); err != nil || len(sum) != 32 {
 		return fmt.Errorf("sha256 %q is not 64 hex digits", e.SHA256)
+	}
+	if e.CRC32C != "" && !validCRC(e.CRC32C) {
+		return fmt.Errorf("crc32c %q is not 8 hex digits", e.CRC32C)
 	}
 	if e.Size < 0 || e.Unpacked < 0 || e.Files < 0 {
 		return fmt.Errorf("negative size")

@@ -116,7 +116,7 @@ func syncFS(dir string) error {
 // against the entry. A mismatch is ErrCorrupt; a download that failed is
 // its own error, whatever the extraction made of the bytes it got.
 func (c *Checkpointer) fetchInto(ctx context.Context, e Entry, dir string) (int, error) {
-	f := c.newFetcher(ctx, []target{{key: e.Key, size: e.Size, sha256: e.SHA256, name: "archive"}})
+	f := c.newFetcher(ctx, []target{{key: e.Key, size: e.Size, sha256: e.SHA256, crc32c: e.CRC32C, name: "archive"}})
 	r := f.reader(0)
 	files, err := c.extract(ctx, e, r, dir)
 	if err != nil && ctx.Err() == nil {
