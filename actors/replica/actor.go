@@ -37,8 +37,11 @@ type Params struct {
 	ID             string
 	Revision       string
 	Deployment     string
-	Spec           drivers.Spec
-	Config         Config
+	// Instance is the instance's name; Spec renders its driver spec
+	// (called for each create, from any goroutine).
+	Instance string
+	Spec     func() drivers.Spec
+	Config   *Config // shared by the replicas of one revision, read only
 	// Ledger carries the slot's backoff history across actor restarts.
 	Ledger    messages.Ledger
 	HasLedger bool
@@ -62,8 +65,7 @@ type Actor struct {
 	p       *Params
 	cfg     *Config
 	s       State
-	ctx     context.Context
-	cancel  context.CancelFunc
+	calls   calls
 	timers  *supervise.Timers
 	unwatch func()
 	output  string
@@ -81,14 +83,13 @@ type Actor struct {
 // reads and never changes.
 func Produce(env Env, p *Params) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
-		return &Actor{h: h, env: env, p: p, cfg: &p.Config, timers: supervise.NewTimers(h)}
+		return &Actor{h: h, env: env, p: p, cfg: p.Config, timers: supervise.NewTimers(h)}
 	}
 }
 
 func (a *Actor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Started:
-		a.ctx, a.cancel = context.WithCancel(context.Background())
 		if _, ok := a.env.Driver.(drivers.RestartWatcher); ok && !a.cfg.Policy.DriverRestarts {
 			c := *a.cfg
 			c.Policy.DriverRestarts = true // PERF-1
@@ -137,9 +138,7 @@ func (a *Actor) step(e Event) {
 // stop ends the actor's goroutines, timers and watch. The workload is
 // not touched: an actor stop is not a workload stop (SUP-9).
 func (a *Actor) stop() {
-	if a.cancel != nil {
-		a.cancel()
-	}
+	a.calls.stop()
 	a.timers.Stop()
 	if a.unwatch != nil {
 		a.unwatch()
@@ -160,7 +159,7 @@ func (a *Actor) perform(fx []step.Effect) {
 	supervise.Apply(a.h, supervise.Shell{
 		Timers: a.timers,
 		Events: a.env.Events,
-		Event:  messages.Event{Stack: a.p.Stack, Service: a.p.Service, Instance: a.p.Spec.Name},
+		Event:  messages.Event{Stack: a.p.Stack, Service: a.p.Service, Instance: a.p.Instance},
 		Own:    a.own,
 	}, fx)
 }
@@ -183,14 +182,15 @@ func (a *Actor) own(f step.Effect) {
 // answer within the bound, even one that ignores its context, is reported
 // as a transient failure, so the replica's step is never held longer.
 func (a *Actor) doOp(op Op, grace time.Duration) {
-	drv, name, spec, self, eng := a.env.Driver, a.p.Spec.Name, a.p.Spec, a.h.PID(), a.h.Engine()
-	clk, bound, h, actx := a.h.Clock(), a.env.StepTimeout, a.h, a.ctx
+	drv, name, specOf, self, eng := a.env.Driver, a.p.Instance, a.p.Spec, a.h.PID(), a.h.Engine()
+	actx, end := a.calls.begin()
+	clk, bound, h := a.h.Clock(), a.env.StepTimeout, a.h
 	ctx, cancel := clock.WithTimeout(clk, actx, bound)
 	supervise.BoundedThen(ctx, clk, func(ctx context.Context) messages.ReplicaOpDone {
 		res := messages.ReplicaOpDone{Op: op}
 		switch op {
 		case OpCreate:
-			res.Err = drv.Create(ctx, spec)
+			res.Err = drv.Create(ctx, specOf())
 		case OpStart:
 			res.Err = drv.Start(ctx, name)
 		case OpStop:
@@ -202,6 +202,7 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 		}
 		return res
 	}, func(res messages.ReplicaOpDone, answered bool) {
+		defer end()
 		defer cancel()
 		if !answered {
 			h.Log().Warn().Str("op", string(op)).Dur("bound", bound).Msg("driver call ignored its deadline; abandoned")
@@ -221,9 +222,10 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 
 func (a *Actor) doProbe() {
 	prober, cfg, self, eng := a.env.Prober, a.cfg.Probe, a.h.PID(), a.h.Engine()
-	target := probe.Target{Instance: a.p.Spec.Name, Addresses: a.s.Addresses}
-	ctx := a.ctx
+	target := probe.Target{Instance: a.p.Instance, Addresses: a.s.Addresses}
+	ctx, end := a.calls.begin()
 	go func() {
+		defer end()
 		r := prober.Probe(ctx, cfg, target)
 		eng.Send(self, messages.ReplicaProbed{Result: r})
 	}()
@@ -243,9 +245,9 @@ func (a *Actor) watch(restart bool) {
 	var err error
 	if rw, ok := a.env.Driver.(drivers.RestartWatcher); ok && restart {
 		p := drivers.RestartPolicy{OnFailureOnly: a.cfg.Policy.Condition == "on-failure"}
-		stop, err = rw.WatchRestart(a.p.Spec.Name, p, fn)
+		stop, err = rw.WatchRestart(a.p.Instance, p, fn)
 	} else {
-		stop, err = a.env.Driver.Watch(a.p.Spec.Name, fn)
+		stop, err = a.env.Driver.Watch(a.p.Instance, fn)
 	}
 	if err == nil {
 		a.unwatch = stop
@@ -263,9 +265,11 @@ func (a *Actor) watch(restart bool) {
 type watchLost struct{}
 
 func (a *Actor) fetchOutput() {
-	drv, name, self, eng, lines := a.env.Driver, a.p.Spec.Name, a.h.PID(), a.h.Engine(), a.env.OutputLines
-	ctx, cancel := clock.WithTimeout(a.h.Clock(), a.ctx, a.env.StepTimeout)
+	drv, name, self, eng, lines := a.env.Driver, a.p.Instance, a.h.PID(), a.h.Engine(), a.env.OutputLines
+	actx, end := a.calls.begin()
+	ctx, cancel := clock.WithTimeout(a.h.Clock(), actx, a.env.StepTimeout)
 	go func() {
+		defer end()
 		defer cancel()
 		rc, err := drv.Logs(ctx, name, drivers.LogOptions{Tail: lines})
 		if err != nil {
@@ -302,7 +306,7 @@ func (a *Actor) report() {
 func (a *Actor) snapshot() messages.ReplicaStatus {
 	s := &a.s
 	r := messages.ReplicaStatus{
-		Stack: a.p.Stack, Service: a.p.Service, Slot: a.p.Slot, ID: a.p.ID, Instance: a.p.Spec.Name,
+		Stack: a.p.Stack, Service: a.p.Service, Slot: a.p.Slot, ID: a.p.ID, Instance: a.p.Instance,
 		Revision: a.p.Revision, Deployment: a.p.Deployment, Phase: string(s.Phase), Health: string(s.Health.Status),
 		InRotation: s.InRotation, Addresses: s.Addresses, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt,
 		ServingSince: s.ServingSince, Restarts: s.Restarts, LastProbe: s.Health.Last.Output, LastError: s.LastError,

@@ -96,7 +96,9 @@ type Actor struct {
 	stack  string
 	name   string
 
-	defs    map[string]stackfile.Service // by effective revision
+	// defs by effective revision; each is shared, read only, by its
+	// replicas (PERF-3).
+	defs    map[string]*revision
 	current messages.ServiceRevision
 	drv     drivers.Driver
 	prober  *probe.Prober
@@ -144,7 +146,7 @@ type portBinding struct {
 func Produce(env Env, def messages.ServiceDefinition, stopped bool) supervise.Producer {
 	return func(h *supervise.Handle) actor.Receiver {
 		a := &Actor{h: h, env: env, stack: def.Stack, name: def.Current.Definition.Name, timers: supervise.NewTimers(h),
-			defs: map[string]stackfile.Service{}, views: map[string]messages.ReplicaStatus{}, rotation: map[string]string{},
+			defs: map[string]*revision{}, views: map[string]messages.ReplicaStatus{}, rotation: map[string]string{},
 			held: map[string][]int{}, applied: map[string]map[string]bool{}}
 		if a.env.HostPorts == nil {
 			a.env.HostPorts = ports.Kernel{}
@@ -217,10 +219,10 @@ func (a *Actor) define(def messages.ServiceDefinition) Define {
 	if a.kids != nil {
 		a.kids.SetDefaultLadder(ladder.ForActors(def.Current.Definition.Engenho))
 	}
-	a.defs[def.Current.Revision] = def.Current.Definition
+	a.defs[def.Current.Revision] = a.newRevision(def.Current.Definition)
 	var prev *Target
 	if def.Previous != nil {
-		a.defs[def.Previous.Revision] = def.Previous.Definition
+		a.defs[def.Previous.Revision] = a.newRevision(def.Previous.Definition)
 		t := targetOf(*def.Previous)
 		prev = &t
 	}
@@ -365,7 +367,7 @@ func (a *Actor) adoptOne(st drivers.Status) {
 	rev, dep := st.Labels[drivers.LabelRevision], st.Labels[drivers.LabelDeployment]
 	def, ok := a.defs[rev]
 	if !ok {
-		def = a.current.Definition // an old revision: replaced by the rollout
+		def = a.newRevision(a.current.Definition) // an old revision: replaced by the rollout
 	}
 	r := Replica{ID: id, Slot: slot, Revision: rev, Deployment: dep, Phase: "adopting", SpawnedAt: a.h.Clock().Now(), Intent: a.wantIntent()}
 	if _, pending := a.s.Retirements[id]; pending {
@@ -401,18 +403,23 @@ func addrPorts(addrs map[int]string) map[int]int {
 // spawnReplica starts the actor of one instance. The producer runs again
 // if the actor is restarted; it then inspects the instance it owns and
 // carries the slot's ledger over (SUP-9).
-func (a *Actor) spawnReplica(r Replica, def stackfile.Service, p replica.Params, hostPorts map[int]int) {
+func (a *Actor) spawnReplica(r Replica, rd *revision, p replica.Params, hostPorts map[int]int) {
+	def := &rd.def
 	inst := stackfile.Instance{Stack: a.stack, Slot: r.Slot, ID: r.ID, Deployment: r.Deployment, HostPorts: hostPorts, Bin: a.env.Bin}
 	p.Stack, p.Service, p.Slot, p.ID = a.stack, a.name, r.Slot, r.ID
 	p.Revision, p.Deployment, p.Intent = r.Revision, r.Deployment, r.Intent
-	p.Spec = stackfile.InstanceSpec(def, inst)
-	p.Spec.Labels[drivers.LabelRevision] = r.Revision // the effective revision
-	p.Config = replicaConfig(def, a.env)
-	if _, ok := a.drv.(drivers.RestartWatcher); ok {
-		p.Config.Policy.DriverRestarts = true // PERF-1; the replica would copy its Config to set it
+	p.Instance = stackfile.InstanceName(a.stack, def.Name, r.Slot, r.ID)
+	rev := r.Revision
+	// Rendered when the replica creates its instance, not kept: the
+	// env, labels and command of a spec were ~1 KiB a replica (PERF-3).
+	p.Spec = func() drivers.Spec {
+		spec := stackfile.InstanceSpec(*def, inst)
+		spec.Labels[drivers.LabelRevision] = rev // the effective revision
+		return spec
 	}
+	p.Config = &rd.cfg
 	renv := replica.Env{Driver: a.drv, Prober: a.prober, Events: a.env.Events, Board: a.env.Board,
-		StepTimeout: stepTimeout(def, a.env), OutputLines: a.env.OutputLines}
+		StepTimeout: stepTimeout(*def, a.env), OutputLines: a.env.OutputLines}
 	// The closure keeps what each incarnation needs and no more: one
 	// Params, shared with the first incarnation (PERF-3).
 	id, first := r.ID, &p
@@ -532,6 +539,22 @@ func (a *Actor) perform(f step.Effect) {
 	}
 }
 
+// revision is one revision's definition and its replicas' config, both
+// shared, read only, by every replica of it (PERF-3: a copy of each in
+// every replica was ~1.2 KiB of it).
+type revision struct {
+	def stackfile.Service
+	cfg replica.Config
+}
+
+func (a *Actor) newRevision(def stackfile.Service) *revision {
+	rd := &revision{def: def, cfg: replicaConfig(def, a.env)}
+	if _, ok := a.drv.(drivers.RestartWatcher); ok {
+		rd.cfg.Policy.DriverRestarts = true // PERF-1; the replica would copy its Config to set it
+	}
+	return rd
+}
+
 func (a *Actor) spawnNew(act Spawn) {
 	def, ok := a.defs[act.Target.Revision]
 	if !ok {
@@ -541,7 +564,7 @@ func (a *Actor) spawnNew(act Spawn) {
 	// Every new instance, a start-first rollout's included, gets its host
 	// ports from the node's range (SVC-24).
 	hostPorts, taken := map[int]int{}, []int(nil)
-	for _, p := range def.Ports {
+	for _, p := range def.def.Ports {
 		port, err := a.env.HostPorts.Take()
 		if err != nil {
 			a.env.HostPorts.Release(taken...)
