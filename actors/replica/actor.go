@@ -65,7 +65,7 @@ type Actor struct {
 	p       *Params
 	cfg     *Config
 	s       State
-	calls   calls
+	ctx     stopCtx // of its driver calls and probes
 	timers  *supervise.Timers
 	unwatch func()
 	output  string
@@ -138,7 +138,7 @@ func (a *Actor) step(e Event) {
 // stop ends the actor's goroutines, timers and watch. The workload is
 // not touched: an actor stop is not a workload stop (SUP-9).
 func (a *Actor) stop() {
-	a.calls.stop()
+	a.ctx.stop()
 	a.timers.Stop()
 	if a.unwatch != nil {
 		a.unwatch()
@@ -183,8 +183,7 @@ func (a *Actor) own(f step.Effect) {
 // as a transient failure, so the replica's step is never held longer.
 func (a *Actor) doOp(op Op, grace time.Duration) {
 	drv, name, specOf, self, eng := a.env.Driver, a.p.Instance, a.p.Spec, a.h.PID(), a.h.Engine()
-	actx, end := a.calls.begin()
-	clk, bound, h := a.h.Clock(), a.env.StepTimeout, a.h
+	clk, bound, h, actx := a.h.Clock(), a.env.StepTimeout, a.h, context.Context(&a.ctx)
 	ctx, cancel := clock.WithTimeout(clk, actx, bound)
 	supervise.BoundedThen(ctx, clk, func(ctx context.Context) messages.ReplicaOpDone {
 		res := messages.ReplicaOpDone{Op: op}
@@ -202,7 +201,6 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 		}
 		return res
 	}, func(res messages.ReplicaOpDone, answered bool) {
-		defer end()
 		defer cancel()
 		if !answered {
 			h.Log().Warn().Str("op", string(op)).Dur("bound", bound).Msg("driver call ignored its deadline; abandoned")
@@ -223,9 +221,8 @@ func (a *Actor) doOp(op Op, grace time.Duration) {
 func (a *Actor) doProbe() {
 	prober, cfg, self, eng := a.env.Prober, a.cfg.Probe, a.h.PID(), a.h.Engine()
 	target := probe.Target{Instance: a.p.Instance, Addresses: a.s.Addresses}
-	ctx, end := a.calls.begin()
+	ctx := context.Context(&a.ctx)
 	go func() {
-		defer end()
 		r := prober.Probe(ctx, cfg, target)
 		eng.Send(self, messages.ReplicaProbed{Result: r})
 	}()
@@ -266,10 +263,8 @@ type watchLost struct{}
 
 func (a *Actor) fetchOutput() {
 	drv, name, self, eng, lines := a.env.Driver, a.p.Instance, a.h.PID(), a.h.Engine(), a.env.OutputLines
-	actx, end := a.calls.begin()
-	ctx, cancel := clock.WithTimeout(a.h.Clock(), actx, a.env.StepTimeout)
+	ctx, cancel := clock.WithTimeout(a.h.Clock(), &a.ctx, a.env.StepTimeout)
 	go func() {
-		defer end()
 		defer cancel()
 		rc, err := drv.Logs(ctx, name, drivers.LogOptions{Tail: lines})
 		if err != nil {
