@@ -65,9 +65,7 @@ func TestACT15SmallFilesArePackedAndReadWithOneGET(t *testing.T) {
 // packs again what a pack that went missing held: the save lands and the
 // checkpoint restores.
 func TestACT15ASaveRepacksWhatAMissingPackHeld(t *testing.T) {
-	clk := clock.NewFake(start)
-	store := fake.New(fake.Options{Clock: clk})
-	c := newCheckpointer(t, store, clk, nil)
+	store, c := onFake(t, nil)
 	dir := filepath.Join(t.TempDir(), "data")
 	manyFiles(t, dir, 8, 1000)
 	head := save(t, c, claim(t, c, writerA), dir)
@@ -103,9 +101,7 @@ func TestACT15AnIndexWithPacksIsVersion2(t *testing.T) {
 		version float64
 	}{{"small files", 1000, 2}, {"large files", 2 << 20, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(start)
-			store := fake.New(fake.Options{Clock: clk})
-			c := newCheckpointer(t, store, clk, nil)
+			store, c := onFake(t, nil)
 			dir := filepath.Join(t.TempDir(), "data")
 			manyFiles(t, dir, 2, tc.size)
 			head := save(t, c, claim(t, c, writerA), dir)
@@ -142,9 +138,7 @@ func TestACT15AnIndexWithABadPackIsCorrupt(t *testing.T) {
 		"blob not a sha256": func(item map[string]any) { delete(item, "pk"); delete(item, "o"); item["h"] = "" },
 	} {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(start)
-			store := fake.New(fake.Options{Clock: clk})
-			c := newCheckpointer(t, store, clk, nil)
+			store, c := onFake(t, nil)
 			dir := filepath.Join(t.TempDir(), "data")
 			manyFiles(t, dir, 2, 1000)
 			head := save(t, c, claim(t, c, writerA), dir)
@@ -236,4 +230,13 @@ func TestACT15ASparsePackIsNotReused(t *testing.T) {
 	if _, err := c.Restore(ctx, head, dst); err != nil || snapshot(t, dst) != snapshot(t, dir) {
 		t.Fatalf("the last checkpoint does not restore the tree (%v)", err)
 	}
+}
+
+// onFake is a checkpointer on a fake store with a fake clock; tune as
+// newCheckpointer's.
+func onFake(t *testing.T, tune func(*checkpoint.Config)) (*fake.Store, *checkpoint.Checkpointer) {
+	t.Helper()
+	clk := clock.NewFake(start)
+	store := fake.New(fake.Options{Clock: clk})
+	return store, newCheckpointer(t, store, clk, tune)
 }

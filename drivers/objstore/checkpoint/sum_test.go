@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
-	"github.com/engenho/engenho/drivers/objstore/fake"
 )
 
 // ACT-9, PERF-5: a restore checks an archive against the CRC-32C its
@@ -16,9 +14,7 @@ import (
 // a wrong CRC-32C fails it whatever the sha256 says, a wrong sha256 beside
 // a right CRC-32C does not.
 func TestACT9RestoreChecksTheRecordedCRC32C(t *testing.T) {
-	clk := clock.NewFake(start)
-	store := fake.New(fake.Options{Clock: clk})
-	c := newCheckpointer(t, store, clk, tarFormat)
+	_, c := onFake(t, tarFormat)
 	src := filepath.Join(t.TempDir(), "data")
 	richTree(t, src)
 	head := save(t, c, claim(t, c, writerA), src)
@@ -52,9 +48,7 @@ func TestACT9RestoreChecksTheRecordedCRC32C(t *testing.T) {
 // its manifest entry) is checked with its sha256: it restores, and a
 // damaged archive is ErrCorrupt.
 func TestACT9ACheckpointWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
-	clk := clock.NewFake(start)
-	store := fake.New(fake.Options{Clock: clk})
-	c := newCheckpointer(t, store, clk, tarFormat)
+	_, c := onFake(t, tarFormat)
 	src := filepath.Join(t.TempDir(), "data")
 	richTree(t, src)
 	head := save(t, c, claim(t, c, writerA), src)
@@ -78,9 +72,7 @@ func TestACT9ACheckpointWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
 // files) restores, each blob checked with its sha256: a damaged blob is
 // ErrCorrupt. A new index records a CRC-32C for every file.
 func TestACT15AnIndexWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
-	clk := clock.NewFake(start)
-	store := fake.New(fake.Options{Clock: clk})
-	c := newCheckpointer(t, store, clk, nil)
+	store, c := onFake(t, nil)
 	src := filepath.Join(t.TempDir(), "data")
 	manyFiles(t, src, 4, 10_000)
 	head := save(t, c, claim(t, c, writerA), src)
