@@ -261,7 +261,13 @@ func (c *Checkpointer) Save(ctx context.Context, head Head, dir string) (Head, S
 	next.Current = &entry
 	newHead, err := c.writeManifest(ctx, host, next, objstore.IfMatch(head.ETag))
 	if err != nil {
-		c.deleteQuietly(ctx, entry.Key)
+		// Only a refused write surely left the manifest as it was: after
+		// any other failure it may have landed and name entry, which then
+		// must stay. Unnamed, it is an orphan the next saves collect
+		// (OrphanAge).
+		if errors.Is(err, ErrFenced) {
+			c.deleteQuietly(ctx, entry.Key)
+		}
 		return Head{}, Stats{}, err
 	}
 	if err := writeMarker(dir, entry.Key); err != nil {

@@ -3,10 +3,12 @@ package checkpoint_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,5 +400,53 @@ func TestRestoreDeferred(t *testing.T) {
 	}
 	if !c.Fresh(head, dst) {
 		t.Fatal("not fresh after settle")
+	}
+}
+
+// ambiguousStore answers the manifest's next put with a transient error
+// after writing it, as a store whose answer was lost after it committed.
+type ambiguousStore struct {
+	objstore.Store
+	armed atomic.Bool
+}
+
+func (s *ambiguousStore) Put(ctx context.Context, key string, body io.Reader, cond objstore.Cond) (string, error) {
+	etag, err := s.Store.Put(ctx, key, body, cond)
+	if err == nil && strings.HasSuffix(key, "/manifest.json") && s.armed.CompareAndSwap(true, false) {
+		return "", fmt.Errorf("%w: the answer was lost", objstore.ErrTransient)
+	}
+	return etag, err
+}
+
+// ACT-9: a manifest write whose answer is lost may have landed, so the
+// save that failed with it keeps the checkpoint it names: the manifest
+// the store holds restores. (It deleted the new archive or index, and a
+// manifest that had landed named a missing object.)
+func TestACT9AManifestWriteWithALostAnswerKeepsItsCheckpoint(t *testing.T) {
+	for _, format := range []checkpoint.Format{checkpoint.Tar, checkpoint.Cas} {
+		t.Run(string(format), func(t *testing.T) {
+			clk := clock.NewFake(start)
+			store := &ambiguousStore{Store: fake.New(fake.Options{Clock: clk})}
+			c := newCheckpointer(t, store, clk, func(cfg *checkpoint.Config) { cfg.Format = format })
+			src := filepath.Join(t.TempDir(), "data")
+			richTree(t, src)
+			head := save(t, c, claim(t, c, writerA), src)
+			os.WriteFile(filepath.Join(src, "new"), []byte("after the first save"), 0o644)
+			store.armed.Store(true)
+			if _, _, err := c.Save(ctx, head, src); !errors.Is(err, objstore.ErrTransient) {
+				t.Fatalf("save with a lost answer: %v, want ErrTransient", err)
+			}
+			landed, err := c.Load(ctx, host)
+			if err != nil || landed.Manifest.Current == nil || landed.Manifest.Current.Key == head.Manifest.Current.Key {
+				t.Fatalf("the store's manifest: %v %+v; want the new checkpoint", err, landed.Manifest.Current)
+			}
+			dst := filepath.Join(t.TempDir(), "restored")
+			if _, err := c.Restore(ctx, landed, dst); err != nil {
+				t.Fatalf("restoring what the manifest names: %v", err)
+			}
+			if snapshot(t, dst) != snapshot(t, src) {
+				t.Fatal("restored tree differs")
+			}
+		})
 	}
 }
