@@ -360,22 +360,28 @@ func (s *casSaver) put(item *IndexItem, data []byte) error {
 	if item.Size > 0 && item.Size <= packLimit {
 		return s.pack(item, data)
 	}
-	return s.putBlob(item, bytes.NewReader(data))
+	_, err := s.putBlob(item, bytes.NewReader(data))
+	return err
 }
 
 // putBlob uploads a content as a blob of its own.
-func (s *casSaver) putBlob(item *IndexItem, body io.Reader) error {
-	_, err := s.c.cfg.Store.Put(s.ctx, s.blobKey(item.Hash), body, objstore.CreateOnly())
+// It says whether it wrote the body: false when the blob appeared
+// meanwhile under this name (content-addressed: another save put the same
+// content), and the store may not have read the body at all.
+func (s *casSaver) putBlob(item *IndexItem, body io.Reader) (wrote bool, err error) {
+	_, err = s.c.cfg.Store.Put(s.ctx, s.blobKey(item.Hash), body, objstore.CreateOnly())
+	wrote = err == nil
 	if errors.Is(err, objstore.ErrPreconditionFailed) {
-		// Content-addressed: the blob appeared meanwhile with this name.
 		err = nil
 	}
 	if err != nil {
-		return fmt.Errorf("uploading blob of %s: %w", item.Path, err)
+		return false, fmt.Errorf("uploading blob of %s: %w", item.Path, err)
 	}
-	s.uploaded[item.Hash] = item.Size
-	s.sent += item.Size
-	return nil
+	s.uploaded[item.Hash] = item.Size // read back and checked either way (checkBlobs)
+	if wrote {
+		s.sent += item.Size
+	}
+	return wrote, nil
 }
 
 // putStreamed stores a file whose sha256 is known (item.Hash) from f
@@ -400,8 +406,10 @@ func (s *casSaver) putStreamed(f *os.File, item *IndexItem) error {
 		return s.pack(item, data)
 	}
 	h := sha256.New()
-	err := s.putBlob(item, io.TeeReader(io.LimitReader(f, item.Size), h))
-	if err != nil {
+	wrote, err := s.putBlob(item, io.TeeReader(io.LimitReader(f, item.Size), h))
+	if err != nil || !wrote {
+		// Not written: the body may be unread, and the blob is another
+		// save's, never ours to delete.
 		return err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != item.Hash {

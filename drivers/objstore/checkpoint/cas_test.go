@@ -1,8 +1,11 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -510,4 +513,66 @@ func reload(t *testing.T, c *checkpoint.Checkpointer) checkpoint.Head {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// raceStore plays another save that put a blob between this save's
+// listing and its upload: the blob is hidden from the first List, and a
+// create-only put of it is refused without the body being read.
+type raceStore struct {
+	*fake.Store
+	blob   string
+	listed atomic.Bool
+}
+
+func (s *raceStore) List(ctx context.Context, prefix string) ([]objstore.Info, error) {
+	infos, err := s.Store.List(ctx, prefix)
+	hide := s.listed.CompareAndSwap(false, true)
+	var out []objstore.Info
+	for _, info := range infos {
+		if !hide || info.Key != s.blob {
+			out = append(out, info)
+		}
+	}
+	return out, err
+}
+
+func (s *raceStore) Put(ctx context.Context, key string, body io.Reader, cond objstore.Cond) (string, error) {
+	if key == s.blob {
+		return "", fmt.Errorf("fake put %s: %w", key, objstore.ErrPreconditionFailed)
+	}
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+// ACT-15: a large file whose blob another save put meanwhile (the
+// create-only upload refused, its body unread) is saved naming that blob,
+// which stays: it was taken for content changed while uploading, and
+// that save's blob deleted.
+func TestACT15ABlobPutMeanwhileByAnotherSaveStays(t *testing.T) {
+	clk := clock.NewFake(start)
+	inner := fake.New(fake.Options{Clock: clk})
+	data := bytesOf(9<<20, 3)
+	sum := sha256.Sum256(data)
+	blob := "engenho/" + host + "/blobs/" + hex.EncodeToString(sum[:])
+	if _, err := inner.Put(ctx, blob, bytes.NewReader(data), objstore.CreateOnly()); err != nil {
+		t.Fatal(err)
+	}
+	store := &raceStore{Store: inner, blob: blob}
+	c := newCheckpointer(t, store, clk, nil)
+	dir := filepath.Join(t.TempDir(), "data")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "big"), data, 0o644)
+	head, _, err := c.Save(ctx, claim(t, c, writerA), dir)
+	if err != nil {
+		t.Fatalf("save beside another save's blob: %v", err)
+	}
+	if !has(inner.Keys(), blob) {
+		t.Fatal("the other save's blob was deleted")
+	}
+	dst := filepath.Join(t.TempDir(), "restored")
+	if _, err := c.Restore(ctx, head, dst); err != nil {
+		t.Fatal(err)
+	}
+	if snapshot(t, dst) != snapshot(t, dir) {
+		t.Fatal("restored tree differs")
+	}
 }
