@@ -2,6 +2,10 @@ package replica
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -59,5 +63,95 @@ func TestStopCtxAtRestAfterManyCalls(t *testing.T) {
 	}
 	if c.Err() != nil {
 		t.Fatal("the calls ended the replica's context")
+	}
+}
+
+// SUP-4: under contention — contexts derived, ended and made to run
+// AfterFuncs from many goroutines while the actor stops — every context
+// derived from a stopCtx ends, each AfterFunc either ran or was
+// unregistered (its stop said true) and never both, nothing stays
+// registered, and Err is set only with Done closed.
+func TestSUP4StopCtxUnderContention(t *testing.T) {
+	for round := range 50 {
+		var c stopCtx
+		const workers, each = 8, 40
+		var wg sync.WaitGroup
+		var ran, unregistered atomic.Int64
+		derived := make(chan context.Context, workers*each)
+		start := make(chan struct{})
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := range each {
+					switch (w + i) % 3 {
+					case 0:
+						ctx, cancel := context.WithCancel(&c)
+						if i%2 == 0 {
+							cancel()
+						} else {
+							defer cancel()
+						}
+						derived <- ctx
+					case 1:
+						ctx, cancel := context.WithCancelCause(&c)
+						derived <- ctx
+						if i%2 == 0 {
+							cancel(nil)
+						} else {
+							defer cancel(nil)
+						}
+					case 2:
+						stop := context.AfterFunc(&c, func() { ran.Add(1) })
+						if i%2 == 0 && stop() {
+							unregistered.Add(1)
+						}
+					}
+					if c.Err() != nil {
+						select {
+						case <-c.Done():
+						default:
+							t.Error("Err is set but Done is open")
+						}
+					}
+				}
+			}()
+		}
+		close(start)
+		if round%2 == 0 {
+			runtime.Gosched()
+		}
+		c.stop()
+		wg.Wait()
+		close(derived)
+		for ctx := range derived {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("a context derived from a stopped stopCtx is still live")
+			}
+			if !errors.Is(ctx.Err(), context.Canceled) {
+				t.Fatalf("derived context's Err %v", ctx.Err())
+			}
+		}
+		afterFuncs := int64(0)
+		for w := range workers {
+			for i := range each {
+				if (w+i)%3 == 2 {
+					afterFuncs++
+				}
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for ran.Load()+unregistered.Load() != afterFuncs {
+			if time.Now().After(deadline) {
+				t.Fatalf("AfterFuncs: %d ran + %d unregistered, want %d", ran.Load(), unregistered.Load(), afterFuncs)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if c.registered() != 0 {
+			t.Fatalf("after the stop %d are registered", c.registered())
+		}
 	}
 }

@@ -238,6 +238,14 @@ func (a *Actor) start() {
 		return
 	}
 	a.drv, a.prober = drv, probe.NewProber(drv, a.h.Clock())
+	// The revisions defined before the driver was known (the producer's
+	// first definition) are made again with it, so their shared Config
+	// says DriverRestarts and no replica copies it (PERF-1, PERF-3). No
+	// replica reads them yet; made anew all the same, as a stored
+	// revision is never changed.
+	for rev, rd := range a.defs {
+		a.defs[rev] = a.newRevision(rd.def)
+	}
 	if failed, err := a.env.Store.FailedRevisions(a.stack, a.name); err == nil {
 		a.feed(Recall{Failed: failed})
 	} else {

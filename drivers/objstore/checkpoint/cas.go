@@ -85,7 +85,7 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 		return Entry{}, Stats{}, fmt.Errorf("listing blobs: %w", err)
 	}
 	cacheKey := head.Host + "\x00" + dir
-	s := &casSaver{c: c, ctx: ctx, host: head.Host, have: have, uploaded: map[string]int64{},
+	s := &casSaver{c: c, ctx: ctx, host: head.Host, have: have, uploaded: map[string]int64{}, refused: map[string]bool{},
 		packed: c.packedIn(ctx, head, have), packsPut: map[string]packSum{},
 		prev: c.hashes.get(cacheKey), next: map[string]cachedHash{}, scanAt: c.cfg.Clock.Now()}
 	if err := s.walk(dir); err != nil {
@@ -148,7 +148,8 @@ type casSaver struct {
 	ctx      context.Context
 	host     string
 	have     map[string]int64   // blobs in the store at the start
-	uploaded map[string]int64   // blobs this save put
+	uploaded map[string]int64   // blobs this save put, or found put meanwhile (refused)
+	refused  map[string]bool    // of uploaded, those another save put meanwhile
 	packed   map[string]packLoc // contents in packs, by sha256: the current checkpoint's and this save's
 	open     *openPack          // the pack this save is filling
 	packsPut map[string]packSum // packs this save put
@@ -380,6 +381,8 @@ func (s *casSaver) putBlob(item *IndexItem, body io.Reader) (wrote bool, err err
 	s.uploaded[item.Hash] = item.Size // read back and checked either way (checkBlobs)
 	if wrote {
 		s.sent += item.Size
+	} else {
+		s.refused[item.Hash] = true
 	}
 	return wrote, nil
 }
@@ -450,7 +453,12 @@ func (s *casSaver) checkBlobs() error {
 	maps.Copy(put, s.packsPut)
 	for name, sum := range put {
 		if err := s.c.checkObject(s.ctx, s.blobKey(name), sum); err != nil {
-			s.c.deleteQuietly(s.ctx, s.blobKey(name))
+			// Another save's blob is deleted only when found bad: a read
+			// that failed says nothing of it, and that save's checkpoint
+			// may name it.
+			if !s.refused[name] || errors.Is(err, ErrCorrupt) {
+				s.c.deleteQuietly(s.ctx, s.blobKey(name))
+			}
 			if first == nil {
 				first = fmt.Errorf("verifying upload: %w", err)
 			}

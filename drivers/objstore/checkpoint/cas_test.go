@@ -576,3 +576,47 @@ func TestACT15ABlobPutMeanwhileByAnotherSaveStays(t *testing.T) {
 		t.Fatal("restored tree differs")
 	}
 }
+
+// unreadStore is raceStore whose first read of the other save's blob
+// fails as a store's transient error does.
+type unreadStore struct {
+	*raceStore
+	failed atomic.Bool
+}
+
+func (s *unreadStore) Get(ctx context.Context, key string) (*objstore.Object, error) {
+	if key == s.blob && s.failed.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("fake get %s: %w", key, objstore.ErrTransient)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// ACT-15: a blob another save put meanwhile is read back by this save,
+// but a read that fails (a transient error, not content found wrong)
+// does not delete it: the save fails and the blob stays, since that
+// other save's checkpoint may name it. (Every upload whose read-back
+// failed was deleted, this save's or not.)
+func TestACT15ABlobPutMeanwhileStaysWhenItsReadBackFails(t *testing.T) {
+	clk := clock.NewFake(start)
+	inner := fake.New(fake.Options{Clock: clk})
+	data := bytesOf(9<<20, 3)
+	sum := sha256.Sum256(data)
+	blob := "engenho/" + host + "/blobs/" + hex.EncodeToString(sum[:])
+	if _, err := inner.Put(ctx, blob, bytes.NewReader(data), objstore.CreateOnly()); err != nil {
+		t.Fatal(err)
+	}
+	store := &unreadStore{raceStore: &raceStore{Store: inner, blob: blob}}
+	c := newCheckpointer(t, store, clk, nil)
+	dir := filepath.Join(t.TempDir(), "data")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "big"), data, 0o644)
+	if _, _, err := c.Save(ctx, claim(t, c, writerA), dir); !errors.Is(err, objstore.ErrTransient) {
+		t.Fatalf("save whose read-back failed: %v, want ErrTransient", err)
+	}
+	if !store.failed.Load() {
+		t.Fatal("the blob was not read back")
+	}
+	if !has(inner.Keys(), blob) {
+		t.Fatal("the other save's blob was deleted on a failed read")
+	}
+}

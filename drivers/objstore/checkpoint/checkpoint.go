@@ -260,14 +260,13 @@ func (c *Checkpointer) Save(ctx context.Context, head Head, dir string) (Head, S
 	next.History = trimHistory(head.Manifest, c.cfg.Keep)
 	next.Current = &entry
 	newHead, err := c.writeManifest(ctx, host, next, objstore.IfMatch(head.ETag))
+	if errors.Is(err, ErrFenced) {
+		newHead, err = c.refused(ctx, head, entry, err)
+	}
 	if err != nil {
-		// Only a refused write surely left the manifest as it was: after
-		// any other failure it may have landed and name entry, which then
-		// must stay. Unnamed, it is an orphan the next saves collect
-		// (OrphanAge).
-		if errors.Is(err, ErrFenced) {
-			c.deleteQuietly(ctx, entry.Key)
-		}
+		// A write that failed other than by refusal may have landed and
+		// name entry, which then must stay. Unnamed, it is an orphan the
+		// next saves collect (OrphanAge).
 		return Head{}, Stats{}, err
 	}
 	if err := writeMarker(dir, entry.Key); err != nil {
@@ -278,6 +277,29 @@ func (c *Checkpointer) Save(ctx context.Context, head Head, dir string) (Head, S
 	st.GCErrors = c.collect(ctx, head.Manifest, next)
 	st.Duration = c.cfg.Clock.Since(began)
 	return newHead, st, nil
+}
+
+// refused settles a manifest switch the store refused (fenced). The
+// refusal may be the switch's own doing: a store client that retried a
+// write whose answer was lost (the S3 SDK does) is refused by the first
+// try, which landed. So the manifest is read: one whose current
+// checkpoint is entry, still under head's holder and epoch, is this
+// save's, landed, and its Head is returned. Otherwise the save is fenced,
+// and entry is deleted only when that manifest names it nowhere; unread,
+// entry stays, an orphan if unnamed.
+func (c *Checkpointer) refused(ctx context.Context, head Head, entry Entry, fenced error) (Head, error) {
+	now, err := c.Load(ctx, head.Host)
+	if err != nil {
+		return Head{}, fenced
+	}
+	m := now.Manifest
+	if m.Current != nil && m.Current.Key == entry.Key && m.Holder == head.Manifest.Holder && m.Epoch == head.Manifest.Epoch {
+		return now, nil
+	}
+	if !m.keys()[entry.Key] {
+		c.deleteQuietly(ctx, entry.Key)
+	}
+	return Head{}, fenced
 }
 
 // trimHistory is the history after a save: the old current first, then

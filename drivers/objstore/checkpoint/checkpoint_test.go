@@ -1,12 +1,18 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +24,8 @@ import (
 	"github.com/engenho/engenho/drivers/objstore"
 	"github.com/engenho/engenho/drivers/objstore/checkpoint"
 	"github.com/engenho/engenho/drivers/objstore/fake"
+	"github.com/engenho/engenho/drivers/objstore/s3"
+	"github.com/engenho/engenho/drivers/objstore/s3/s3test"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -448,5 +456,112 @@ func TestACT9AManifestWriteWithALostAnswerKeepsItsCheckpoint(t *testing.T) {
 				t.Fatal("restored tree differs")
 			}
 		})
+	}
+}
+
+// retriedStore writes the manifest's next put, then tries it again with
+// the same condition and answers what that second try got: a store
+// client that retried a write whose answer was lost (the S3 store's SDK
+// retries a put up to MaxAttempts) is refused by its own first write.
+type retriedStore struct {
+	objstore.Store
+	armed *atomic.Bool
+}
+
+func (s *retriedStore) Put(ctx context.Context, key string, body io.Reader, cond objstore.Cond) (string, error) {
+	if !strings.HasSuffix(key, "/manifest.json") || !s.armed.CompareAndSwap(true, false) {
+		return s.Store.Put(ctx, key, body, cond)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.Store.Put(ctx, key, bytes.NewReader(data), cond); err != nil {
+		return "", err
+	}
+	return s.Store.Put(ctx, key, bytes.NewReader(data), cond)
+}
+
+// lostAnswerS3 is the S3 store on gofakes3 behind a proxy that, when
+// armed, answers the next manifest put the server took with a 503: the
+// SDK retries it under the same If-Match, which the server refuses.
+func lostAnswerS3(t *testing.T, armed *atomic.Bool) objstore.Store {
+	return s3test.Fake(t, func(cfg *s3.Config) {
+		upstream, err := url.Parse(cfg.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(upstream)
+		proxy.ModifyResponse = func(r *http.Response) error {
+			if r.Request.Method != http.MethodPut || !strings.HasSuffix(r.Request.URL.Path, "/manifest.json") ||
+				r.StatusCode != http.StatusOK || !armed.CompareAndSwap(true, false) {
+				return nil
+			}
+			r.Body.Close()
+			body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>the answer was lost</Message></Error>`
+			r.StatusCode, r.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
+			r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+			r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+			r.Header.Del("ETag")
+			return nil
+		}
+		srv := httptest.NewServer(proxy)
+		t.Cleanup(srv.Close)
+		cfg.Endpoint = srv.URL
+	})
+}
+
+// ACT-9: a manifest write that landed but whose answer was lost, retried
+// by the store client and refused by the write itself, fails as fenced
+// though no one else wrote: the save that made it keeps the checkpoint
+// the manifest names, and, the manifest being its own, succeeds. (It
+// took the refusal for another node's claim and deleted the new archive
+// or index, which the manifest named: the host could not be restored.)
+func TestACT9ARetriedManifestWriteRefusedByItselfKeepsItsCheckpoint(t *testing.T) {
+	type setup struct {
+		name string
+		open func(t *testing.T, clk clock.Clock, armed *atomic.Bool) objstore.Store
+	}
+	for _, be := range []setup{
+		{"fake-retried", func(t *testing.T, clk clock.Clock, armed *atomic.Bool) objstore.Store {
+			return &retriedStore{Store: fake.New(fake.Options{Clock: clk}), armed: armed}
+		}},
+		{"s3-gofakes3-lost-answer", func(t *testing.T, _ clock.Clock, armed *atomic.Bool) objstore.Store {
+			return lostAnswerS3(t, armed)
+		}},
+	} {
+		for _, format := range []checkpoint.Format{checkpoint.Tar, checkpoint.Cas} {
+			t.Run(be.name+"/"+string(format), func(t *testing.T) {
+				clk := clock.NewFake(start)
+				var armed atomic.Bool
+				c := newCheckpointer(t, be.open(t, clk, &armed), clk, func(cfg *checkpoint.Config) { cfg.Format = format })
+				src := filepath.Join(t.TempDir(), "data")
+				richTree(t, src)
+				head := save(t, c, claim(t, c, writerA), src)
+				os.WriteFile(filepath.Join(src, "new"), []byte("after the first save"), 0o644)
+				armed.Store(true)
+				next, _, saveErr := c.Save(ctx, head, src)
+				if armed.Load() {
+					t.Fatal("the manifest write was not made ambiguous")
+				}
+				landed, err := c.Load(ctx, host)
+				if err != nil || landed.Manifest.Current == nil || landed.Manifest.Current.Key == head.Manifest.Current.Key {
+					t.Fatalf("the store's manifest: %v %+v; want the new checkpoint", err, landed.Manifest.Current)
+				}
+				dst := filepath.Join(t.TempDir(), "restored")
+				if _, err := c.Restore(ctx, landed, dst); err != nil {
+					t.Fatalf("restoring what the manifest names (the save said %v): %v", saveErr, err)
+				}
+				if snapshot(t, dst) != snapshot(t, src) {
+					t.Fatal("restored tree differs")
+				}
+				if saveErr != nil || next.ETag != landed.ETag || next.Manifest.Current == nil || next.Manifest.Current.Key != landed.Manifest.Current.Key {
+					t.Fatalf("the save whose manifest landed: %v, head %q %+v; want the landed one, %q", saveErr, next.ETag, next.Manifest.Current, landed.ETag)
+				}
+				// Still the holder: the next save goes on from that head.
+				os.WriteFile(filepath.Join(src, "newer"), []byte("after the second save"), 0o644)
+				save(t, c, next, src)
+			})
+		}
 	}
 }
