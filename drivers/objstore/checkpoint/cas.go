@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"maps"
@@ -289,7 +288,7 @@ func (s *casSaver) file(path string, item IndexItem) error {
 		}
 		sum := sha256.Sum256(data)
 		item.Hash = hex.EncodeToString(sum[:])
-		item.CRC = fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli))
+		item.CRC = crcOf(data)
 		if err := s.put(&item, data); err != nil {
 			return err
 		}

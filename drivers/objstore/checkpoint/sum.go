@@ -28,6 +28,9 @@ func newCRC32C() hash.Hash32 { return crc32.New(castagnoli) }
 // crcHex is the hex form of a CRC-32C as manifests and indexes hold it.
 func crcHex(h hash.Hash32) string { return fmt.Sprintf("%08x", h.Sum32()) }
 
+// crcOf is crcHex of data read whole.
+func crcOf(data []byte) string { return fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli)) }
+
 func validCRC(s string) bool {
 	b, err := hex.DecodeString(s)
 	return err == nil && len(b) == 4
