@@ -543,11 +543,17 @@ func (s *raceStore) Put(ctx context.Context, key string, body io.Reader, cond ob
 	return s.Store.Put(ctx, key, body, cond)
 }
 
-// ACT-15: a large file whose blob another save put meanwhile (the
-// create-only upload refused, its body unread) is saved naming that blob,
-// which stays: it was taken for content changed while uploading, and
-// that save's blob deleted.
-func TestACT15ABlobPutMeanwhileByAnotherSaveStays(t *testing.T) {
+// blobPutMeanwhile is a store already holding the sha256 blob of a
+// 9 MiB file that another save put, and a data dir holding that file.
+type blobPutMeanwhile struct {
+	clk   *clock.Fake
+	inner *fake.Store
+	blob  string
+	dir   string
+}
+
+func newBlobPutMeanwhile(t *testing.T) blobPutMeanwhile {
+	t.Helper()
 	clk := clock.NewFake(start)
 	inner := fake.New(fake.Options{Clock: clk})
 	data := bytesOf(9<<20, 3)
@@ -556,11 +562,25 @@ func TestACT15ABlobPutMeanwhileByAnotherSaveStays(t *testing.T) {
 	if _, err := inner.Put(ctx, blob, bytes.NewReader(data), objstore.CreateOnly()); err != nil {
 		t.Fatal(err)
 	}
-	store := &raceStore{Store: inner, blob: blob}
-	c := newCheckpointer(t, store, clk, nil)
 	dir := filepath.Join(t.TempDir(), "data")
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "big"), data, 0o644)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return blobPutMeanwhile{clk: clk, inner: inner, blob: blob, dir: dir}
+}
+
+// ACT-15: a large file whose blob another save put meanwhile (the
+// create-only upload refused, its body unread) is saved naming that blob,
+// which stays: it was taken for content changed while uploading, and
+// that save's blob deleted.
+func TestACT15ABlobPutMeanwhileByAnotherSaveStays(t *testing.T) {
+	m := newBlobPutMeanwhile(t)
+	store := &raceStore{Store: m.inner, blob: m.blob}
+	c := newCheckpointer(t, store, m.clk, nil)
+	inner, blob, dir := m.inner, m.blob, m.dir
 	head, _, err := c.Save(ctx, claim(t, c, writerA), dir)
 	if err != nil {
 		t.Fatalf("save beside another save's blob: %v", err)
@@ -597,26 +617,16 @@ func (s *unreadStore) Get(ctx context.Context, key string) (*objstore.Object, er
 // other save's checkpoint may name it. (Every upload whose read-back
 // failed was deleted, this save's or not.)
 func TestACT15ABlobPutMeanwhileStaysWhenItsReadBackFails(t *testing.T) {
-	clk := clock.NewFake(start)
-	inner := fake.New(fake.Options{Clock: clk})
-	data := bytesOf(9<<20, 3)
-	sum := sha256.Sum256(data)
-	blob := "engenho/" + host + "/blobs/" + hex.EncodeToString(sum[:])
-	if _, err := inner.Put(ctx, blob, bytes.NewReader(data), objstore.CreateOnly()); err != nil {
-		t.Fatal(err)
-	}
-	store := &unreadStore{raceStore: &raceStore{Store: inner, blob: blob}}
-	c := newCheckpointer(t, store, clk, nil)
-	dir := filepath.Join(t.TempDir(), "data")
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "big"), data, 0o644)
-	if _, _, err := c.Save(ctx, claim(t, c, writerA), dir); !errors.Is(err, objstore.ErrTransient) {
+	m := newBlobPutMeanwhile(t)
+	store := &unreadStore{raceStore: &raceStore{Store: m.inner, blob: m.blob}}
+	c := newCheckpointer(t, store, m.clk, nil)
+	if _, _, err := c.Save(ctx, claim(t, c, writerA), m.dir); !errors.Is(err, objstore.ErrTransient) {
 		t.Fatalf("save whose read-back failed: %v, want ErrTransient", err)
 	}
 	if !store.failed.Load() {
 		t.Fatal("the blob was not read back")
 	}
-	if !has(inner.Keys(), blob) {
+	if !has(m.inner.Keys(), m.blob) {
 		t.Fatal("the other save's blob was deleted on a failed read")
 	}
 }

@@ -18,29 +18,20 @@ func TestACT9RestoreChecksTheRecordedCRC32C(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "data")
 	richTree(t, src)
 	head := save(t, c, claim(t, c, writerA), src)
-	cur := *head.Manifest.Current
-	if len(cur.CRC32C) != 8 {
-		t.Fatalf("a new checkpoint records crc32c %q, want 8 hex digits", cur.CRC32C)
+	if crc := head.Manifest.Current.CRC32C; len(crc) != 8 {
+		t.Fatalf("a new checkpoint records crc32c %q, want 8 hex digits", crc)
 	}
-
-	wrongCRC := head
-	e := cur
-	e.CRC32C = flipHex(e.CRC32C)
-	wrongCRC.Manifest.Current = &e
-	if _, err := c.Restore(ctx, wrongCRC, filepath.Join(t.TempDir(), "a")); !errors.Is(err, checkpoint.ErrCorrupt) {
-		t.Fatalf("restore against a wrong crc32c: %v, want ErrCorrupt", err)
+	cases := []struct {
+		name string
+		edit func(*checkpoint.Entry)
+		ok   bool
+	}{
+		{"wrong crc32c", func(e *checkpoint.Entry) { e.CRC32C = flipHex(e.CRC32C) }, false},
+		{"wrong sha256, right crc32c", func(e *checkpoint.Entry) { e.SHA256 = flipHex(e.SHA256) }, true},
 	}
-
-	wrongSHA := head
-	e2 := cur
-	e2.SHA256 = flipHex(e2.SHA256)
-	wrongSHA.Manifest.Current = &e2
-	dst := filepath.Join(t.TempDir(), "b")
-	if _, err := c.Restore(ctx, wrongSHA, dst); err != nil {
-		t.Fatalf("restore with the right crc32c: %v", err)
-	}
-	if snapshot(t, dst) != snapshot(t, src) {
-		t.Fatal("restored tree differs")
+	for _, tc := range cases {
+		dst, err := restoreEdited(t, c, head, tc.edit)
+		checkRestore(t, tc.name, dst, src, err, tc.ok)
 	}
 }
 
@@ -52,19 +43,43 @@ func TestACT9ACheckpointWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "data")
 	richTree(t, src)
 	head := save(t, c, claim(t, c, writerA), src)
+	cases := []struct {
+		name string
+		edit func(*checkpoint.Entry)
+		ok   bool
+	}{
+		{"no crc32c", func(e *checkpoint.Entry) { e.CRC32C = "" }, true},
+		{"no crc32c, wrong sha256", func(e *checkpoint.Entry) { e.CRC32C, e.SHA256 = "", flipHex(e.SHA256) }, false},
+	}
+	for _, tc := range cases {
+		dst, err := restoreEdited(t, c, head, tc.edit)
+		checkRestore(t, tc.name, dst, src, err, tc.ok)
+	}
+}
+
+// restoreEdited restores head with its current entry edited, into a new
+// directory it returns.
+func restoreEdited(t *testing.T, c *checkpoint.Checkpointer, head checkpoint.Head, edit func(*checkpoint.Entry)) (string, error) {
+	t.Helper()
 	e := *head.Manifest.Current
-	e.CRC32C = ""
+	edit(&e)
 	head.Manifest.Current = &e
-	dst := filepath.Join(t.TempDir(), "a")
-	if _, err := c.Restore(ctx, head, dst); err != nil {
-		t.Fatalf("restore of a checkpoint without crc32c: %v", err)
-	}
-	if snapshot(t, dst) != snapshot(t, src) {
-		t.Fatal("restored tree differs")
-	}
-	e.SHA256 = flipHex(e.SHA256)
-	if _, err := c.Restore(ctx, head, filepath.Join(t.TempDir(), "b")); !errors.Is(err, checkpoint.ErrCorrupt) {
-		t.Fatalf("restore against a wrong sha256 and no crc32c: %v, want ErrCorrupt", err)
+	dst := filepath.Join(t.TempDir(), "restored")
+	_, err := c.Restore(ctx, head, dst)
+	return dst, err
+}
+
+// checkRestore wants a restore that succeeded with dst equal to src, or,
+// if !ok, one that failed with ErrCorrupt.
+func checkRestore(t *testing.T, name, dst, src string, err error, ok bool) {
+	t.Helper()
+	switch {
+	case ok && err != nil:
+		t.Errorf("%s: restore: %v", name, err)
+	case ok && snapshot(t, dst) != snapshot(t, src):
+		t.Errorf("%s: restored tree differs", name)
+	case !ok && !errors.Is(err, checkpoint.ErrCorrupt):
+		t.Errorf("%s: restore: %v, want ErrCorrupt", name, err)
 	}
 }
 
