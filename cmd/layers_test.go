@@ -60,8 +60,9 @@ var ranks = map[string]rank{
 	"drivers/objstore/s3/s3test":  {1, 3},
 
 	"configs":              {2, 0},
-	"configs/stackfile":    {2, 0},
-	"configs/daemonconfig": {2, 0},
+	"configs/yamlkey":      {2, 0},
+	"configs/stackfile":    {2, 1},
+	"configs/daemonconfig": {2, 1},
 
 	"messages":      {3, 0},
 	"messages/step": {3, 1}, // the one Step/Effect contract, when it lands

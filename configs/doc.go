@@ -3,6 +3,7 @@
 // binary can run on the embedded defaults.
 //
 // Layer: configs (the file schemas and parsers, beside the files they
-// describe: configs/stackfile, configs/daemonconfig). It imports nothing
+// describe: configs/stackfile, configs/daemonconfig, and configs/yamlkey
+// beneath both). It imports nothing
 // from the module.
 package configs

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/engenho/engenho/configs/yamlkey"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 )
@@ -232,37 +233,11 @@ func (p *parser) syntax(err error) *Error {
 // allows gets a message that says so, as the parser's own ("mapping
 // values are not allowed in this context") misleads.
 func (p *parser) syntaxIn(err error, raw []byte) *Error {
-	if line, n, ok := longKey(raw); ok {
+	if line, n, ok := yamlkey.Long(raw); ok {
 		return &Error{File: p.file, Line: line, Kind: ErrSyntax,
-			Msg: fmt.Sprintf("invalid YAML: a key of %d characters; YAML reads at most %d characters as a key (config keys are short words like log.level)", n, yamlMaxKey)}
+			Msg: fmt.Sprintf("invalid YAML: a key of %d characters; YAML reads at most %d characters as a key (config keys are short words like log.level)", n, yamlkey.Max)}
 	}
 	return p.syntax(err)
-}
-
-// yamlMaxKey is the YAML library's limit on an implicit key's length.
-const yamlMaxKey = 1024
-
-// longKey finds the first line holding a key (text before ": " or a
-// final ":") longer than yamlMaxKey. The same scan is in configs/stackfile/parse.go (the
-// two parsers do not import each other).
-func longKey(raw []byte) (line, length int, ok bool) {
-	for i, l := range strings.Split(string(raw), "\n") {
-		if len(l) <= yamlMaxKey {
-			continue
-		}
-		start := 0 // of the word being read
-		for j := 0; j < len(l); j++ {
-			switch c := l[j]; {
-			case c == ' ' || c == '\t' || c == '{' || c == '[' || c == ',':
-				start = j + 1
-			case c == ':' && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t' || l[j+1] == '\r'):
-				if k := strings.Trim(l[start:j], `"'`); len(k) > yamlMaxKey {
-					return i + 1, len(k), true
-				}
-			}
-		}
-	}
-	return 0, 0, false
 }
 
 func deref(n *yaml.Node) *yaml.Node {

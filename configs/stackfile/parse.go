@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/engenho/engenho/configs/yamlkey"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -165,9 +166,9 @@ func (w *walker) document(data []byte) (root *yaml.Node) {
 // than YAML's limit gets a message that says so: the library's own
 // ("mapping values are not allowed in this context") misleads.
 func (w *walker) syntaxError(err error, data []byte) {
-	if line, n, ok := longKey(data); ok {
+	if line, n, ok := yamlkey.Long(data); ok {
 		w.problems = append(w.problems, Problem{File: w.file, Line: line, Column: 1, Err: ErrSyntax,
-			Msg: fmt.Sprintf("a key of %d characters: YAML reads at most %d characters as a key, and names are at most 63", n, yamlMaxKey)})
+			Msg: fmt.Sprintf("a key of %d characters: YAML reads at most %d characters as a key, and names are at most 63", n, yamlkey.Max)})
 		return
 	}
 	line, msg := 1, err.Error()
@@ -179,32 +180,6 @@ func (w *walker) syntaxError(err error, data []byte) {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	w.problems = append(w.problems, Problem{File: w.file, Line: line, Column: 1, Msg: "not valid YAML: " + msg, Err: ErrSyntax})
-}
-
-// yamlMaxKey is the YAML library's limit on an implicit key's length.
-const yamlMaxKey = 1024
-
-// longKey finds the first line holding a key (text before ": " or a
-// final ":") longer than yamlMaxKey. The same scan is in
-// configs/daemonconfig/load.go (the two parsers do not import each other).
-func longKey(data []byte) (line, length int, ok bool) {
-	for i, l := range strings.Split(string(data), "\n") {
-		if len(l) <= yamlMaxKey {
-			continue
-		}
-		start := 0 // of the word being read
-		for j := 0; j < len(l); j++ {
-			switch c := l[j]; {
-			case c == ' ' || c == '\t' || c == '{' || c == '[' || c == ',':
-				start = j + 1
-			case c == ':' && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t' || l[j+1] == '\r'):
-				if k := strings.Trim(l[start:j], `"'`); len(k) > yamlMaxKey {
-					return i + 1, len(k), true
-				}
-			}
-		}
-	}
-	return 0, 0, false
 }
 
 var topKeys = []string{"name", "version", "services", "volumes", "secrets"}
