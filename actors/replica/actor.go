@@ -88,6 +88,11 @@ func Produce(env Env, p *Params) supervise.Producer {
 }
 
 func (a *Actor) Receive(c *actor.Context) {
+	supervise.GrowStack() // once, before receive's frames (PERF-3)
+	a.receive(c)
+}
+
+func (a *Actor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Started:
 		if _, ok := a.env.Driver.(drivers.RestartWatcher); ok && !a.cfg.Policy.DriverRestarts {
