@@ -88,7 +88,7 @@ func Produce(env Env, p *Params) supervise.Producer {
 }
 
 func (a *Actor) Receive(c *actor.Context) {
-	supervise.GrowStack() // once, before receive's frames (PERF-3)
+	supervise.GrowStack() // grows it once a burst, before receive's frames (PERF-3)
 	a.receive(c)
 }
 

@@ -124,7 +124,7 @@ func TestLongNamesSVC1SEC3(t *testing.T) {
 		msg       string
 	}{
 		{"service name over YAML's key limit", "services:\n  " + long + ":\n    command: c\n", 2, "", ErrSyntax, "a key of 10000 characters: YAML reads at most 1024"},
-		{"quoted service name over the limit", "services:\n  \"" + long + "\":\n    command: c\n", 2, "", ErrSyntax, "a key of 10000 characters"},
+		{"quoted service name over the limit", "services:\n  \"" + long + "\":\n    command: c\n", 2, "", ErrSyntax, "a key of 10002 characters"}, // its quotes count, as YAML counts them
 		{"flow service name over the limit", "services: {" + long + ": {command: c}}\n", 1, "", ErrSyntax, "a key of 10000 characters"},
 		{"service name", "services:\n  " + mid + ":\n    command: c\n", 2, "services." + mid[:48] + "...(100 characters)", ErrValue, "invalid service name \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...\" (100 characters): 100 characters long, at most 63"},
 		{"service name capital", "services:\n  Web:\n    command: c\n", 2, "services.Web", ErrValue, `invalid service name "Web": starts with 'W'`},
