@@ -115,10 +115,8 @@ func (c *Checkpointer) casUpload(ctx context.Context, head Head, dir string) (En
 	}
 	c.packs.put(head.Host, key, packedOf(idx))
 	sum := sha256.Sum256(data)
-	crc := newCRC32C()
-	crc.Write(data)
 	entry := Entry{
-		Key: key, SHA256: hex.EncodeToString(sum[:]), CRC32C: crcHex(crc), Size: int64(len(data)),
+		Key: key, SHA256: hex.EncodeToString(sum[:]), CRC32C: crcOf(data), Size: int64(len(data)),
 		Unpacked: s.unpacked, Files: s.files, Format: Cas,
 		Created: now, Node: head.Manifest.Node, Epoch: head.Manifest.Epoch,
 	}

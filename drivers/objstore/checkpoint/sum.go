@@ -26,10 +26,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func newCRC32C() hash.Hash32 { return crc32.New(castagnoli) }
 
 // crcHex is the hex form of a CRC-32C as manifests and indexes hold it.
-func crcHex(h hash.Hash32) string { return fmt.Sprintf("%08x", h.Sum32()) }
+func crcHex(h hash.Hash32) string { return crcString(h.Sum32()) }
 
 // crcOf is crcHex of data read whole.
-func crcOf(data []byte) string { return fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli)) }
+func crcOf(data []byte) string { return crcString(crc32.Checksum(data, castagnoli)) }
+
+func crcString(sum uint32) string { return fmt.Sprintf("%08x", sum) }
 
 func validCRC(s string) bool {
 	b, err := hex.DecodeString(s)
