@@ -331,12 +331,7 @@ func TestRestoreReplacesDirectory(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "data")
 	os.MkdirAll(filepath.Join(dst, "stray/dir"), 0o755)
 	os.WriteFile(filepath.Join(dst, "stray/dir/file"), []byte("x"), 0o644)
-	if _, err := c.Restore(ctx, head, dst); err != nil {
-		t.Fatal(err)
-	}
-	if snapshot(t, dst) != snapshot(t, src) {
-		t.Fatal("restored directory kept stray files")
-	}
+	restoreInto(t, c, head, dst, src) // the stray files are gone
 }
 
 // ACT-4: no checkpoint yet is ErrNoCheckpoint (a first boot runs seed).
@@ -376,12 +371,7 @@ func TestSymlinkedDataDirAndNewParent(t *testing.T) {
 	}
 	head := save(t, c, claim(t, c, writerA), link)
 	dst := filepath.Join(t.TempDir(), "new", "parents", "data")
-	if _, err := c.Restore(ctx, head, dst); err != nil {
-		t.Fatal(err)
-	}
-	if snapshot(t, dst) != snapshot(t, real) {
-		t.Fatal("restore through a symlinked source differs")
-	}
+	restoreInto(t, c, head, dst, real)
 }
 
 // ACT-9: RestoreDeferred puts the verified tree in place at once; the
@@ -448,13 +438,7 @@ func TestACT9AManifestWriteWithALostAnswerKeepsItsCheckpoint(t *testing.T) {
 			if err != nil || landed.Manifest.Current == nil || landed.Manifest.Current.Key == head.Manifest.Current.Key {
 				t.Fatalf("the store's manifest: %v %+v; want the new checkpoint", err, landed.Manifest.Current)
 			}
-			dst := filepath.Join(t.TempDir(), "restored")
-			if _, err := c.Restore(ctx, landed, dst); err != nil {
-				t.Fatalf("restoring what the manifest names: %v", err)
-			}
-			if snapshot(t, dst) != snapshot(t, src) {
-				t.Fatal("restored tree differs")
-			}
+			restoreInto(t, c, landed, filepath.Join(t.TempDir(), "restored"), src)
 		})
 	}
 }

@@ -169,6 +169,18 @@ func snapshot(t *testing.T, dir string) string {
 	return strings.Join(lines, "\n")
 }
 
+// restoreInto restores head into dst and fails the test unless the tree
+// there equals want's.
+func restoreInto(t *testing.T, c *checkpoint.Checkpointer, head checkpoint.Head, dst, want string) {
+	t.Helper()
+	if _, err := c.Restore(ctx, head, dst); err != nil {
+		t.Fatalf("restore into %s: %v", dst, err)
+	}
+	if snapshot(t, dst) != snapshot(t, want) {
+		t.Fatalf("the tree restored into %s differs from %s", dst, want)
+	}
+}
+
 // cutStore fails the next put of an archive after n body bytes: a
 // connection or process dying in the middle of an upload.
 type cutStore struct {

@@ -21,18 +21,10 @@ func TestACT9RestoreChecksTheRecordedCRC32C(t *testing.T) {
 	if crc := head.Manifest.Current.CRC32C; len(crc) != 8 {
 		t.Fatalf("a new checkpoint records crc32c %q, want 8 hex digits", crc)
 	}
-	cases := []struct {
-		name string
-		edit func(*checkpoint.Entry)
-		ok   bool
-	}{
+	checkRestores(t, c, head, src, []restoreCase{
 		{"wrong crc32c", func(e *checkpoint.Entry) { e.CRC32C = flipHex(e.CRC32C) }, false},
 		{"wrong sha256, right crc32c", func(e *checkpoint.Entry) { e.SHA256 = flipHex(e.SHA256) }, true},
-	}
-	for _, tc := range cases {
-		dst, err := restoreEdited(t, c, head, tc.edit)
-		checkRestore(t, tc.name, dst, src, err, tc.ok)
-	}
+	})
 }
 
 // ACT-9: a checkpoint written before CRC-32C was recorded (no crc32c in
@@ -43,43 +35,40 @@ func TestACT9ACheckpointWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "data")
 	richTree(t, src)
 	head := save(t, c, claim(t, c, writerA), src)
-	cases := []struct {
-		name string
-		edit func(*checkpoint.Entry)
-		ok   bool
-	}{
+	checkRestores(t, c, head, src, []restoreCase{
 		{"no crc32c", func(e *checkpoint.Entry) { e.CRC32C = "" }, true},
 		{"no crc32c, wrong sha256", func(e *checkpoint.Entry) { e.CRC32C, e.SHA256 = "", flipHex(e.SHA256) }, false},
-	}
+	})
+}
+
+// restoreCase is a restore of a checkpoint whose current entry edit
+// changed: ok wants it to succeed with the saved tree, !ok to fail with
+// ErrCorrupt.
+type restoreCase struct {
+	name string
+	edit func(*checkpoint.Entry)
+	ok   bool
+}
+
+// checkRestores runs each case against head, saved from src, each into a
+// new directory.
+func checkRestores(t *testing.T, c *checkpoint.Checkpointer, head checkpoint.Head, src string, cases []restoreCase) {
+	t.Helper()
 	for _, tc := range cases {
-		dst, err := restoreEdited(t, c, head, tc.edit)
-		checkRestore(t, tc.name, dst, src, err, tc.ok)
-	}
-}
-
-// restoreEdited restores head with its current entry edited, into a new
-// directory it returns.
-func restoreEdited(t *testing.T, c *checkpoint.Checkpointer, head checkpoint.Head, edit func(*checkpoint.Entry)) (string, error) {
-	t.Helper()
-	e := *head.Manifest.Current
-	edit(&e)
-	head.Manifest.Current = &e
-	dst := filepath.Join(t.TempDir(), "restored")
-	_, err := c.Restore(ctx, head, dst)
-	return dst, err
-}
-
-// checkRestore wants a restore that succeeded with dst equal to src, or,
-// if !ok, one that failed with ErrCorrupt.
-func checkRestore(t *testing.T, name, dst, src string, err error, ok bool) {
-	t.Helper()
-	switch {
-	case ok && err != nil:
-		t.Errorf("%s: restore: %v", name, err)
-	case ok && snapshot(t, dst) != snapshot(t, src):
-		t.Errorf("%s: restored tree differs", name)
-	case !ok && !errors.Is(err, checkpoint.ErrCorrupt):
-		t.Errorf("%s: restore: %v, want ErrCorrupt", name, err)
+		e := *head.Manifest.Current
+		tc.edit(&e)
+		edited := head
+		edited.Manifest.Current = &e
+		dst := filepath.Join(t.TempDir(), "restored")
+		_, err := c.Restore(ctx, edited, dst)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: restore: %v", tc.name, err)
+		case tc.ok && snapshot(t, dst) != snapshot(t, src):
+			t.Errorf("%s: restored tree differs", tc.name)
+		case !tc.ok && !errors.Is(err, checkpoint.ErrCorrupt):
+			t.Errorf("%s: restore: %v, want ErrCorrupt", tc.name, err)
+		}
 	}
 }
 
@@ -107,13 +96,7 @@ func TestACT15AnIndexWithoutCRC32CIsCheckedWithSHA256(t *testing.T) {
 			t.Fatalf("the index lists %d files, want 4", files)
 		}
 	})
-	dst := filepath.Join(t.TempDir(), "a")
-	if _, err := c.Restore(ctx, head, dst); err != nil {
-		t.Fatalf("restore of an index without crc32c: %v", err)
-	}
-	if snapshot(t, dst) != snapshot(t, src) {
-		t.Fatal("restored tree differs")
-	}
+	restoreInto(t, c, head, filepath.Join(t.TempDir(), "a"), src) // an index without crc32c
 	corrupt(t, store, blobKeys(store)[0])
 	if _, err := c.Restore(ctx, head, filepath.Join(t.TempDir(), "b")); !errors.Is(err, checkpoint.ErrCorrupt) {
 		t.Fatalf("restore with a damaged blob and no crc32c: %v, want ErrCorrupt", err)
