@@ -101,21 +101,32 @@ func packEntry(tw *tar.Writer, path, name string, d fs.DirEntry, st *packStats) 
 	return tw.WriteHeader(hdr)
 }
 
-// packFile writes one regular file, sized from the open file so a rename
-// under our feet cannot mix two files.
-func packFile(tw *tar.Writer, path string, hdr *tar.Header, st *packStats) error {
+// openRegular opens path and stats the open file, not the path, so that
+// a rename under our feet cannot mix two files. A path that is no longer a
+// regular file is ErrChanged; name is how the error names it.
+func openRegular(path, name string) (*os.File, os.FileInfo, error) {
 	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w (no longer a regular file)", name, ErrChanged)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// packFile writes one regular file, sized from the open file.
+func packFile(tw *tar.Writer, path string, hdr *tar.Header, st *packStats) error {
+	f, info, err := openRegular(path, hdr.Name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w (no longer a regular file)", hdr.Name, ErrChanged)
-	}
 	hdr.Typeflag, hdr.Size, hdr.ModTime = tar.TypeReg, info.Size(), info.ModTime()
 	hdr.Mode = tarMode(info.Mode())
 	if err := tw.WriteHeader(hdr); err != nil {

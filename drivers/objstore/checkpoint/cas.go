@@ -228,18 +228,11 @@ func (s *casSaver) sqliteSidecar(name string) bool {
 // A SQLite database is replaced by a consistent snapshot (ACT-16).
 func (s *casSaver) file(path string, item IndexItem) error {
 	item.Type = "f"
-	f, err := os.Open(path)
+	f, info, err := openRegular(path, item.Path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w (no longer a regular file)", item.Path, ErrChanged)
-	}
 	item.Mode, item.MTime = tarMode(info.Mode()), info.ModTime().UTC()
 	if sqlitesnap.Is(f) {
 		if s.dbs == nil {

@@ -549,3 +549,87 @@ func TestACT9ARetriedManifestWriteRefusedByItselfKeepsItsCheckpoint(t *testing.T
 		}
 	}
 }
+
+// ACT-9: a file that shrinks while a save reads it fails the save with
+// ErrChanged, in both formats; the manifest stays on the previous
+// checkpoint, which restores, no archive or blob of the failed save is
+// left, and the next save of the settled tree succeeds.
+func TestACT9AFileThatShrinksWhileSavedFailsTheSave(t *testing.T) {
+	for _, format := range []checkpoint.Format{checkpoint.Tar, checkpoint.Cas} {
+		t.Run(string(format), func(t *testing.T) {
+			clk := clock.NewFake(start)
+			store := &shrinkStore{Store: fake.New(fake.Options{Clock: clk})}
+			c := newCheckpointer(t, store, clk, func(cfg *checkpoint.Config) { cfg.Format = format })
+			dir := filepath.Join(t.TempDir(), "data")
+			os.MkdirAll(dir, 0o755)
+			store.path = filepath.Join(dir, "big")
+			os.WriteFile(store.path, bytesOf(9<<20, 1), 0o644) // above Cas's 8 MiB read whole
+			head := save(t, c, claim(t, c, writerA), dir)
+			before := store.Keys()
+			os.WriteFile(store.path, bytesOf(9<<20, 2), 0o644)
+			store.armed = true
+			_, _, err := c.Save(ctx, head, dir)
+			if !errors.Is(err, checkpoint.ErrChanged) {
+				t.Fatalf("save of a file that shrank while read: %v, want ErrChanged", err)
+			}
+			if after := store.Keys(); strings.Join(after, " ") != strings.Join(before, " ") {
+				t.Fatalf("the store after the failed save holds %v, before it %v", after, before)
+			}
+			loaded, err := c.Load(ctx, head.Host)
+			if err != nil || loaded.Manifest.Current.Key != head.Manifest.Current.Key {
+				t.Fatalf("manifest after the failed save: %+v, %v; want the previous checkpoint", loaded.Manifest.Current, err)
+			}
+			restored := filepath.Join(t.TempDir(), "restored")
+			if _, err := c.Restore(ctx, loaded, restored); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(restored, "big")); string(got) != string(bytesOf(9<<20, 1)) {
+				t.Fatal("the restored file is not the previous checkpoint's")
+			}
+			next := save(t, c, loaded, dir)
+			restoreInto(t, c, next, filepath.Join(t.TempDir(), "next"), dir)
+		})
+	}
+}
+
+// shrinkStore truncates path to half its size once the first put after
+// armed has read 64 KiB of its body: a workload writing its file while a
+// save reads it.
+type shrinkStore struct {
+	*fake.Store
+	path  string
+	armed bool
+}
+
+func (s *shrinkStore) Put(ctx context.Context, key string, body io.Reader, cond objstore.Cond) (string, error) {
+	if s.armed {
+		s.armed = false
+		body = &shrinkReader{r: body, left: 64 << 10, path: s.path}
+	}
+	return s.Store.Put(ctx, key, body, cond)
+}
+
+type shrinkReader struct {
+	r    io.Reader
+	left int64
+	path string
+}
+
+func (r *shrinkReader) Read(p []byte) (int, error) {
+	if r.left <= 0 && r.path != "" {
+		info, err := os.Stat(r.path)
+		if err != nil {
+			return 0, err
+		}
+		if err := os.Truncate(r.path, info.Size()/2); err != nil {
+			return 0, err
+		}
+		r.path = ""
+	}
+	if r.left > 0 && int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.r.Read(p)
+	r.left -= int64(n)
+	return n, err
+}
