@@ -101,33 +101,6 @@ func TestWalkListsEveryRecordByVersionedKey(t *testing.T) {
 	}
 }
 
-// DMN-14: `reinit journal` moves the journal aside under its lock: refused
-// while open, and afterwards the moved copy is intact and a fresh journal
-// starts at the old path.
-func TestMoveAsideHoldsLockAndKeepsData(t *testing.T) {
-	data := t.TempDir()
-	dir, dest := data+"/journal", data+"/attic/20300102T030405Z/journal"
-	j, err := Open(Options{Dir: dir})
-	noErr(t, err)
-	noErr(t, j.StopService("web", "api"))
-	if err := MoveAside(dir, dest); !errors.Is(err, ErrLocked) {
-		t.Fatalf("move while open: %v", err)
-	}
-	noErr(t, j.Close())
-	noErr(t, MoveAside(dir, dest))
-	if err := MoveAside(dest, dest); !errors.Is(err, os.ErrExist) {
-		t.Fatalf("move onto existing: %v", err)
-	}
-	moved, _ := openTest(t, dest, nil)
-	if !must(moved.IsStopped("web", "api")) || moved.PreviousClose().State != CleanClose {
-		t.Fatal("moved journal lost its data")
-	}
-	fresh, _ := openTest(t, dir, nil)
-	if fresh.PreviousClose().State != FirstOpen {
-		t.Fatalf("fresh journal: %s", fresh.PreviousClose().State)
-	}
-}
-
 // SVC-1, SEC-3: a service name may hold "_" (Compose allows it); a stack
 // name may not, and neither may hold the key separator or a dot.
 func TestServiceNamesMayHoldUnderscore(t *testing.T) {
