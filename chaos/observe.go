@@ -104,16 +104,6 @@ func (o observation) replica(instance string) (messages.ReplicaStatus, bool) {
 	return messages.ReplicaStatus{}, false
 }
 
-// instance finds an instance by name.
-func (o observation) instance(name string) (inject.Instance, bool) {
-	for _, in := range o.instances {
-		if in.Name == name {
-			return in, true
-		}
-	}
-	return inject.Instance{}, false
-}
-
 // ownProcs lists the marked processes of node a's stacks (the host pairs'
 // processes are checked at the end, once their nodes are gone).
 func (c *campaign) ownProcs() []invariant.Proc {

@@ -2,7 +2,6 @@ package stackfile
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 )
 
@@ -123,17 +122,4 @@ func splitCommand(s string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
-}
-
-// quoteArgv renders argv for display, quoting words that need it.
-func quoteArgv(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") {
-			parts[i] = strconv.Quote(a)
-		} else {
-			parts[i] = a
-		}
-	}
-	return strings.Join(parts, " ")
 }

@@ -176,11 +176,6 @@ func (e *EnvValue) UnmarshalJSON(b []byte) error {
 // MarshalYAML keeps yaml.Marshal from showing a secret.
 func (e EnvValue) MarshalYAML() (any, error) { return e.String(), nil }
 
-// equal compares values, ignoring how they were prepared for output.
-func (e EnvValue) equal(o EnvValue) bool {
-	return e.value == o.value && e.secret == o.secret && e.redacted == o.redacted
-}
-
 // revisionValue is what a revision hashes for the value: a secret's keyed
 // digest once bound to the node key, so the revision shown in status
 // cannot be used to test guesses of the secret.
@@ -373,14 +368,4 @@ func (v EnvValue) bindWith(key NodeKey, label string) (EnvValue, error) {
 	}
 	v.digest = key.Digest(label, v.value)
 	return v, nil
-}
-
-// hasSecrets reports whether any value is secret.
-func (env Env) hasSecrets() bool {
-	for _, v := range env {
-		if v.secret {
-			return true
-		}
-	}
-	return false
 }

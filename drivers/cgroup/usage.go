@@ -119,17 +119,6 @@ func readInto(path string, buf []byte) (int, error) {
 	return n, nil
 }
 
-// readInt reads a control file holding one integer ("max" reads -1),
-// into a buffer on the stack.
-func readInt(path string) (int64, error) {
-	var buf [64]byte
-	n, err := readInto(path, buf[:])
-	if err != nil {
-		return 0, err
-	}
-	return parseInt(path, buf[:n])
-}
-
 // readInt reads one of the group's counters holding one integer.
 func (g *Group) readInt(path string) (int64, error) {
 	var buf [64]byte

@@ -270,9 +270,6 @@ func (p *Perf1) Arm(name string) *Arm {
 // Argv is the marker's command line for arm tag.
 func (p *Perf1) Argv(tag string) []string { return []string{p.Marker, p.sock, tag} }
 
-// HasFloorC reports whether the C floor was built (gcc is here).
-func (p *Perf1) HasFloorC() bool { return p.floor != "" }
-
 // FloorC starts the C fork+exec loop as arm name; nil without gcc.
 func (p *Perf1) FloorC(name string) *Arm {
 	if p.floor == "" {
@@ -415,17 +412,6 @@ func (a *Arm) WaitFirst(tb testing.TB, limit time.Duration) {
 		a.pid = m.Pid
 	case <-time.After(limit):
 		tb.Fatalf("arm %s: no run reported within %s", a.Name, limit)
-	}
-}
-
-// Pid is the arm's current run, as last reported.
-func (a *Arm) Pid() int { return a.pid }
-
-// Stop ends a supervisor the harness runs (the floors); others are the
-// caller's to stop.
-func (a *Arm) Stop() {
-	if a.stop != nil {
-		a.stop()
 	}
 }
 

@@ -13,8 +13,9 @@
 //
 // The tracker only reports health. Deciding to restart belongs to the replica
 // actor: Tracker.UnhealthyObservations counts consecutive counted results
-// observed while unhealthy, and RestartWarranted applies the SUP-14 threshold
-// (2 such observations; starting never counts; probe errors change nothing).
+// observed while unhealthy, and the replica restarts at the SUP-14 threshold
+// (RestartThreshold, 2, unless the stack sets another; starting never
+// counts; probe errors change nothing).
 //
 // Layer: drivers. It imports drivers (exec probes run through
 // drivers.Driver) and drivers/clock; configs/stackfile and messages import

@@ -50,9 +50,6 @@ type Change struct {
 	From, To Status
 }
 
-// Changed reports whether the status moved.
-func (c Change) Changed() bool { return c.From != c.To }
-
 // NewTracker starts tracking a run that began at startedAt. With no
 // healthcheck the status is none and stays none; otherwise it is starting.
 func NewTracker(cfg Config, startedAt time.Time) Tracker {
@@ -135,11 +132,4 @@ func NextProbe(t Tracker, now time.Time) time.Time {
 		return now
 	}
 	return next
-}
-
-// RestartWarranted applies SUP-14: a restart for health needs
-// RestartThreshold consecutive unhealthy observations. It is advice for the
-// replica actor, which owns the decision (and the backoff ladder).
-func RestartWarranted(t Tracker) bool {
-	return t.Status == StatusUnhealthy && t.UnhealthyObservations >= RestartThreshold
 }

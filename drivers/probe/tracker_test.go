@@ -98,32 +98,34 @@ func TestTrackerTable(t *testing.T) {
 	}
 }
 
-// SUP-14: a restart is warranted after 2 consecutive unhealthy observations;
-// starting never counts, so a replica that never left starting is not
-// restarted by this rule however many failures it had in its start period.
-func TestRestartWarrantedSUP14(t *testing.T) {
+// SUP-14: the replica restarts for health once UnhealthyObservations
+// reaches its threshold (RestartThreshold, 2, by default) while unhealthy.
+// Starting never counts, so a replica that never left starting is not
+// restarted by this rule however many failures it had in its start
+// period, and a probe error counts neither way.
+func TestUnhealthyObservationsSUP14(t *testing.T) {
 	cfg := Config{Kind: KindHTTP, Retries: 3, StartPeriod: time.Minute}
 	tr := NewTracker(cfg, t0)
 	for i := range 20 {
 		now := t0.Add(time.Duration(i) * time.Second)
 		tr, _ = Observe(tr, Result{Outcome: Unhealthy}, now)
-		if RestartWarranted(tr) {
-			t.Fatalf("restart warranted while starting after %d failures", i+1)
+		if tr.Status != StatusStarting || tr.UnhealthyObservations != 0 {
+			t.Fatalf("after %d failures while starting: %s with %d unhealthy observations, want starting with 0", i+1, tr.Status, tr.UnhealthyObservations)
 		}
 	}
 	tr = runSteps(t, Config{Kind: KindHTTP, Retries: 1}, []step{
 		{0, U, StatusUnhealthy, 1, 1},
 	})
-	if RestartWarranted(tr) {
-		t.Fatal("one unhealthy observation warranted a restart")
+	if tr.UnhealthyObservations != 1 {
+		t.Fatalf("one unhealthy observation counted %d", tr.UnhealthyObservations)
 	}
 	tr, _ = Observe(tr, Result{Outcome: Error}, t0.Add(time.Second))
-	if RestartWarranted(tr) {
-		t.Fatal("a probe error counted as an unhealthy observation")
+	if tr.Status != StatusUnhealthy || tr.UnhealthyObservations != 1 {
+		t.Fatalf("a probe error moved the count: %s, %d", tr.Status, tr.UnhealthyObservations)
 	}
 	tr, _ = Observe(tr, Result{Outcome: Unhealthy}, t0.Add(2*time.Second))
-	if !RestartWarranted(tr) {
-		t.Fatal("two unhealthy observations did not warrant a restart")
+	if tr.Status != StatusUnhealthy || tr.UnhealthyObservations != RestartThreshold {
+		t.Fatalf("two unhealthy observations: %s, %d, want unhealthy, %d", tr.Status, tr.UnhealthyObservations, RestartThreshold)
 	}
 }
 

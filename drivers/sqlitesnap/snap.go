@@ -38,16 +38,6 @@ func Is(f io.ReaderAt) bool {
 	return n == len(b) && bytes.Equal(b[:], []byte(Header))
 }
 
-// IsFile is Is for a path; an unreadable file is not a database.
-func IsFile(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return Is(f)
-}
-
 // Copy writes a consistent snapshot of the database at src to dst (which
 // must not exist). It opens src through SQLite, so a writer's transaction
 // in progress, a hot journal or an uncheckpointed WAL are all handled the

@@ -57,8 +57,8 @@ func TestACT16CopyUnderWriter(t *testing.T) {
 			if _, err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, pad TEXT)"); err != nil {
 				t.Fatal(err)
 			}
-			if !sqlitesnap.IsFile(src) {
-				t.Fatal("IsFile: a database not recognised")
+			if !isFile(t, src) {
+				t.Fatal("Is: a database not recognised")
 			}
 			var stop atomic.Bool
 			var wg sync.WaitGroup
@@ -105,7 +105,7 @@ func TestACT16NotADatabase(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "plain")
 	os.WriteFile(src, []byte("SQLite format 2 but not really, just text that is long enough"), 0o600)
-	if sqlitesnap.IsFile(src) {
+	if isFile(t, src) {
 		t.Fatal("a text file taken for a database")
 	}
 	err := sqlitesnap.Copy(context.Background(), src, filepath.Join(dir, "dst"))
@@ -115,4 +115,15 @@ func TestACT16NotADatabase(t *testing.T) {
 	if _, serr := os.Stat(filepath.Join(dir, "dst")); serr == nil {
 		t.Fatal("a failed copy left its destination")
 	}
+}
+
+// isFile is sqlitesnap.Is for the file at path.
+func isFile(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return sqlitesnap.Is(f)
 }

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -245,9 +244,4 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// hasPrefixAt reports whether data[i:] starts with p.
-func hasPrefixAt(data []byte, i int, p []byte) bool {
-	return i >= 0 && i+len(p) <= len(data) && bytes.Equal(data[i:i+len(p)], p)
 }
