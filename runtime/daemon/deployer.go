@@ -27,7 +27,6 @@ var (
 	ErrUnknownStack   = errors.New("unknown stack")
 	ErrUnknownService = errors.New("unknown service")
 	ErrRemoving       = errors.New("stack is being removed")
-	ErrNotRunning     = errors.New("the runtime is not running")
 )
 
 // Deployer owns the node's desired state. Every change is recorded in the
