@@ -60,6 +60,10 @@ func unpack(ctx context.Context, r io.Reader, dir string, limit int64) (int, err
 			return u.files, fmt.Errorf("%w: %w", errBadArchive, err)
 		}
 		if err := u.entry(hdr, tr); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				// dir starts empty: only the archive can have put it there.
+				err = fmt.Errorf("%w: entry %q appears twice", errBadArchive, hdr.Name)
+			}
 			return u.files, err
 		}
 	}
@@ -136,8 +140,9 @@ func (u *unpacker) file(name string, hdr *tar.Header, r io.Reader) error {
 	// Hide f's ReadFrom so the copy uses our large buffer.
 	n, err := io.CopyBuffer(struct{ io.Writer }{f}, io.LimitReader(r, hdr.Size), u.buf)
 	u.written += n
-	if err == nil && n != hdr.Size {
-		err = fmt.Errorf("%w: %s truncated", errBadArchive, name)
+	if errors.Is(err, io.ErrUnexpectedEOF) || (err == nil && n != hdr.Size) {
+		// The tar reader's word for an archive that ends inside a file.
+		err = fmt.Errorf("%w: %s cut short at %d of its %d bytes", errBadArchive, name, n, hdr.Size)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

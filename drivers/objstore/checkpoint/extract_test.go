@@ -26,6 +26,9 @@ func tarOf(t *testing.T, entries ...entry) []byte {
 		if e.typ == tar.TypeDir || e.typ == tar.TypeSymlink || e.typ == tar.TypeChar {
 			hdr.Size = 0
 		}
+		if e.size != 0 {
+			hdr.Size = e.size
+		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +40,7 @@ func tarOf(t *testing.T, entries ...entry) []byte {
 
 // SEC-3, ACT-9: an archive cannot write outside the restore directory, by
 // name or through a symlink, nor create devices, duplicates or more bytes
-// than its manifest declares.
+// than its manifest declares; one cut short in a file is refused too.
 func TestUnpackRefusesHostileArchives(t *testing.T) {
 	outside := t.TempDir()
 	cases := map[string][]entry{
@@ -51,13 +54,14 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		"duplicate":           {{name: "f", typ: tar.TypeReg, body: "x"}, {name: "f", typ: tar.TypeReg, body: "y"}},
 		"over the limit":      {{name: "big", typ: tar.TypeReg, body: "0123456789abcdef"}},
 		"root as symlink":     {{name: ".", typ: tar.TypeSymlink, link: outside}},
+		"cut short":           {{name: "f", typ: tar.TypeReg, body: "x", size: 6}},
 	}
 	for name, entries := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			_, err := unpack(context.Background(), bytes.NewReader(tarOf(t, entries...)), dir, 8)
-			if err == nil {
-				t.Fatal("hostile archive unpacked")
+			if !errors.Is(err, errBadArchive) {
+				t.Fatalf("hostile archive: %v, want errBadArchive", err)
 			}
 			if left, _ := os.ReadDir(outside); len(left) != 0 {
 				t.Fatalf("wrote outside: %v", left)
