@@ -148,6 +148,9 @@ func TestStepRemoval(t *testing.T) {
 	s := served()
 	s.Adopted = false
 	s, fx := Step(Config{}, s, Remove{}, t0)
+	if !reflect.DeepEqual(fx, []step.Effect{Replan{}}) {
+		t.Fatalf("remove before adoption: %+v, want only a replan", fx)
+	}
 	if s, fx = Step(Config{}, s, Tick{}, t0); len(fx) != 0 {
 		t.Fatalf("removal before adoption: %+v", fx)
 	}

@@ -239,6 +239,9 @@ func TestCoreProperties(t *testing.T) {
 		c := cfg(rapid.Bool().Draw(rt, "always"), time.Duration(rapid.IntRange(0, 3).Draw(rt, "maxrun"))*time.Minute)
 		now := t0
 		s, fx := Step(c, State{}, Begin{}, now)
+		if len(fx) != 1 || fx[0] != (Do{Op: OpCleanup}) {
+			rt.Fatalf("begin: %v, want one cleanup (of an earlier incarnation's instances)", fx)
+		}
 		inflight := 1
 		for i := range rapid.IntRange(1, 60).Draw(rt, "n") {
 			now = now.Add(time.Duration(rapid.IntRange(0, 90).Draw(rt, "dt")) * time.Second)

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -392,5 +391,3 @@ func (d *Daemon) emit(kind string, level messages.Level, msg string) {
 	}
 	d.log.WithLevel(lvl).Str("kind", kind).Msg(msg)
 }
-
-var errNotRunning = errors.New("the runtime is not running")

@@ -304,7 +304,7 @@ func TestFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dirB, "zero"), []byte("changed on b"), 0o644)
-	headB = save(t, b, headB, dirB)
+	save(t, b, headB, dirB)
 	headA2 := claim(t, a, checkpoint.Writer{Holder: "node-a/2", Node: "node-a", Epoch: 3})
 	if a.Fresh(headA2, dirA) {
 		t.Fatal("node a's old copy is fresh after node b saved")
