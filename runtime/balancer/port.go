@@ -33,8 +33,11 @@ type port struct {
 }
 
 // backend is one backend of a port, in rotation or draining. A backend
-// that leaves the rotation stays the same object while it drains; if its id
-// comes back, a new object joins the rotation.
+// that leaves the rotation stays the same object while it drains. If its
+// id comes back with the same address before its connections are cut and
+// before anyone asked for its drain (Drain), the same object returns to
+// the rotation with its connections and counts; otherwise a new object
+// joins the rotation.
 type backend struct {
 	id, addr     string
 	active       int // connections open or being dialed
@@ -46,10 +49,13 @@ type backend struct {
 }
 
 type drainState struct {
-	done   chan struct{}
-	timer  clock.Timer
-	forced bool // the timeout passed: connections are being closed
-	over   bool // done is closed
+	done      chan struct{}
+	timer     clock.Timer
+	started   time.Time
+	deadline  time.Time // when the timer forces it
+	requested bool      // Drain asked for it: the backend never comes back
+	forced    bool      // the timeout passed: connections are being closed
+	over      bool      // done is closed
 }
 
 // link is one proxied connection: client side and backend side.
@@ -298,14 +304,14 @@ func (p *port) setBackends(list []Backend) {
 	for _, be := range list {
 		b := find(old, be.ID)
 		if b == nil || b.addr != be.Addr {
-			b = &backend{id: be.ID, addr: be.Addr}
+			b = p.revive(be)
 		}
 		next = append(next, b)
 	}
 	p.rotation = next
 	for _, b := range old {
 		if !contains(next, b) {
-			p.startDrain(b, p.opts.DrainTimeout)
+			p.startDrain(b, p.opts.DrainTimeout, false)
 		}
 	}
 	if len(next) > 0 {
@@ -313,27 +319,100 @@ func (p *port) setBackends(list []Backend) {
 	}
 }
 
+// revive returns the draining backend be names (same id and address), out
+// of its drain, if nothing has settled that drain yet; else a new backend.
+// p.mu must be held.
+func (p *port) revive(be Backend) *backend {
+	for _, b := range p.draining {
+		d := b.drain
+		if b.id != be.ID || b.addr != be.Addr || d.requested || d.forced {
+			continue
+		}
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+		p.draining = remove(p.draining, b)
+		b.drain = nil
+		p.opts.Logger.Info().Str("port", p.name).Str("backend", b.id).Int("active", b.active).
+			Msg("balancer: backend back in rotation, its drain stopped")
+		return b
+	}
+	return &backend{id: be.ID, addr: be.Addr}
+}
+
+// drain takes every backend of id out of service: the one in rotation,
+// if any, starts draining, and each drain of that id already running
+// ends at timeout from its start. The channel closes when all of them are
+// over.
 func (p *port) drain(id string, timeout time.Duration) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if b := find(p.rotation, id); b != nil {
 		p.rotation = remove(p.rotation, b)
-		return p.startDrain(b, timeout)
+		p.startDrain(b, timeout, true)
 	}
-	// Already draining: the latest drain of that id.
-	for i := len(p.draining) - 1; i >= 0; i-- {
-		if p.draining[i].id == id {
-			return p.draining[i].drain.done
+	var pending []<-chan struct{}
+	for _, b := range append([]*backend(nil), p.draining...) {
+		if b.id == id {
+			p.requestDrain(b, timeout)
+			pending = append(pending, b.drain.done)
 		}
 	}
-	return closedChan()
+	return p.allDone(pending)
 }
 
-// startDrain moves b (already out of the rotation) to draining. p.mu must
-// be held; timeout must be positive, so the clock never runs the callback
+// requestDrain marks b's drain as asked for. The first request sets its
+// timeout, counted from the drain's start, over the default of a drain
+// that SetBackends began; a later request changes nothing. p.mu must be
+// held.
+func (p *port) requestDrain(b *backend, timeout time.Duration) {
+	d := b.drain
+	if d.requested {
+		return
+	}
+	d.requested = true
+	if d.over || d.forced {
+		return
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.deadline = d.started.Add(timeout)
+	left := d.deadline.Sub(p.opts.Clock.Now())
+	if left <= 0 {
+		p.forceDrainLocked(b)
+		return
+	}
+	d.timer = p.opts.Clock.AfterFunc(left, func() { p.forceDrain(b, d) })
+}
+
+// allDone is a channel that closes once every channel of pending has.
+// p.mu must be held.
+func (p *port) allDone(pending []<-chan struct{}) <-chan struct{} {
+	switch len(pending) {
+	case 0:
+		return closedChan()
+	case 1:
+		return pending[0]
+	}
+	all := make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for _, c := range pending {
+			<-c
+		}
+		close(all)
+	}()
+	return all
+}
+
+// startDrain moves b (already out of the rotation) to draining; requested
+// says Drain asked for it (else SetBackends dropped it). p.mu must be
+// held; timeout must be positive, so the clock never runs the callback
 // inside AfterFunc.
-func (p *port) startDrain(b *backend, timeout time.Duration) <-chan struct{} {
-	d := &drainState{done: make(chan struct{})}
+func (p *port) startDrain(b *backend, timeout time.Duration, requested bool) <-chan struct{} {
+	d := &drainState{done: make(chan struct{}), started: p.opts.Clock.Now(), requested: requested}
 	b.drain = d
 	p.draining = append(p.draining, b)
 	p.opts.Logger.Info().Str("port", p.name).Str("backend", b.id).Int("active", b.active).
@@ -342,16 +421,26 @@ func (p *port) startDrain(b *backend, timeout time.Duration) <-chan struct{} {
 		p.finishDrain(b)
 		return d.done
 	}
-	d.timer = p.opts.Clock.AfterFunc(timeout, func() { p.forceDrain(b) })
+	d.deadline = d.started.Add(timeout)
+	d.timer = p.opts.Clock.AfterFunc(timeout, func() { p.forceDrain(b, d) })
 	return d.done
 }
 
 // forceDrain closes b's connections when its drain timeout passes; the
-// drain completes as their goroutines end.
-func (p *port) forceDrain(b *backend) {
+// drain completes as their goroutines end. A timer of a drain that has since ended, been stopped by the backend's
+// return, or been given a later deadline finds that and does nothing.
+func (p *port) forceDrain(b *backend, d *drainState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if b.drain.over {
+	if b.drain != d || p.opts.Clock.Now().Before(d.deadline) {
+		return
+	}
+	p.forceDrainLocked(b)
+}
+
+// forceDrainLocked is forceDrain with p.mu held.
+func (p *port) forceDrainLocked(b *backend) {
+	if b.drain == nil || b.drain.over || b.drain.forced {
 		return
 	}
 	b.drain.forced = true
