@@ -2,6 +2,7 @@ package root_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/engenho/engenho/messages"
@@ -50,5 +51,80 @@ func TestSVC22PublishedPortRotation(t *testing.T) {
 	e.until("port closed", func() bool {
 		_, ok := e.tree.Ports.Rotation(port)
 		return !ok
+	})
+}
+
+// SVC-22, SVC-2: a redeploy that changes the published port listens on the
+// new one, with the new replicas in rotation, and frees the old one.
+func TestSVC22ARedeployMovesThePublishedPort(t *testing.T) {
+	e := newEnv(t)
+	e.apply(webPorts)
+	e.until("converged on 18080", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18080")
+		return ok && e.tree.Converged("web") && len(rot) == 2
+	})
+	e.apply(strings.ReplaceAll(strings.ReplaceAll(webPorts, "18080:80", "18081:80"), `"v1"`, `"v2"`))
+	e.until("converged on 18081, 18080 closed", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18081")
+		_, old := e.tree.Ports.Rotation("web/api/18080")
+		return ok && !old && e.tree.Converged("web") && len(rot) == 2
+	})
+}
+
+// SVC-22, SVC-2: a port moved from one service to another of the same
+// stack is had by the new one, whichever service hears of the change
+// first: a listen refused while the old one holds the address is tried
+// again at the next pass, and the status says why meanwhile.
+func TestSVC22APortMovedToAnotherServiceIsTakenOver(t *testing.T) {
+	const before = `
+services:
+  api:
+    command: ["server", "v1"]
+    ports: ["18080:80"]
+  admin:
+    command: ["server", "v1"]
+`
+	const after = `
+services:
+  api:
+    command: ["server", "v1"]
+  admin:
+    command: ["server", "v1"]
+    ports: ["18080:80"]
+`
+	e := newEnv(t)
+	e.apply(before)
+	e.until("api converged on 18080", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18080")
+		return ok && e.tree.Converged("web") && len(rot) == 1
+	})
+	e.apply(after)
+	e.until("admin serves 18080, api's port closed", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/admin/18080")
+		_, old := e.tree.Ports.Rotation("web/api/18080")
+		return ok && !old && e.tree.Converged("web") && len(rot) == 1
+	})
+}
+
+// SVC-22, SVC-19: a published port whose address another holder has is
+// not listened on; the service is failing and its status says which port,
+// why and what to do; it takes the port once it is free (tried every 5s).
+func TestSVC22APortTakenByAnotherIsTriedAgain(t *testing.T) {
+	e := newEnv(t)
+	if err := e.tree.Ports.Listen("squatter", "0.0.0.0:18080"); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(webPorts)
+	e.until("status names the port", func() bool {
+		st := e.tree.Service("web", "api")
+		return st.State == messages.ServiceFailing && strings.Contains(st.Message, "published port 0.0.0.0:18080 not listening") &&
+			strings.Contains(st.Message, "address in use") && strings.Contains(st.Message, "free the address")
+	}, func() string { return e.tree.Service("web", "api").Message })
+	if err := e.tree.Ports.Close("squatter"); err != nil {
+		t.Fatal(err)
+	}
+	e.until("converged on 18080", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18080")
+		return ok && e.tree.Converged("web") && len(rot) == 2
 	})
 }

@@ -135,10 +135,17 @@ const (
 	portsRetry = 5 * time.Second
 )
 
+// listenTimer tries again, every portsRetry, the published ports that could
+// not listen (SVC-22).
+const listenTimer = "listen"
+
 type portBinding struct {
 	name   string
 	listen string
 	target int
+	// listenErr is the last failure to listen, "" while it listens: a
+	// port that cannot be had is tried again at every pass.
+	listenErr string
 }
 
 // Produce returns the producer of a service actor; def is its first
@@ -184,7 +191,11 @@ func (a *Actor) Receive(c *actor.Context) {
 		a.planQueued = false
 		a.feed(Tick{})
 	case messages.ServiceDefinition:
-		a.feed(a.define(m))
+		ev := a.define(m)
+		if a.drv != nil {
+			a.openPorts()
+		}
+		a.feed(ev)
 	case messages.ServiceIntent:
 		a.feed(SetStopped{Stopped: m.Stopped})
 	case messages.ServiceRetry:
@@ -280,6 +291,11 @@ func (a *Actor) timer(m messages.Timer) {
 	}
 	if m.Name == portsTimer {
 		a.planSoon()
+		return
+	}
+	if m.Name == listenTimer {
+		a.updateRotation() // listens first
+		a.publish()
 		return
 	}
 	a.feed(Fired{Timer: m.Name})
@@ -651,31 +667,18 @@ func (a *Actor) waitingFor() string {
 	return strings.Join(names, ", ")
 }
 
-// openPorts makes sure the balancer listens on every published port. The
-// balancer belongs to the node, so a restarted service actor finds its
-// listeners still there.
-func (a *Actor) openPorts() {
-	for _, p := range a.current.Definition.Published() {
-		b := portBinding{name: fmt.Sprintf("%s/%s/%d", a.stack, a.name, p.Published), listen: p.ListenAddr(), target: p.Target}
-		a.ports = append(a.ports, b)
-		if _, ok := a.env.Ports.Addr(b.name); ok {
-			continue
-		}
-		if err := a.env.Ports.Listen(b.name, b.listen); err != nil {
-			a.h.Log().Error().Err(err).Str("listen", b.listen).Msg("cannot listen on a published port")
-			supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError, Message: err.Error()}})
-		}
-	}
-}
-
 // updateRotation gives the balancer the in-rotation replicas of each port
 // that may be published (Publishable, SVC-30, SVC-33). It reports whether
 // the balancer took every change; a refusal makes the service
 // publication-inhibited, and every pass tries again.
 func (a *Actor) updateRotation() bool {
 	allowed := Publishable(a.s, a.appliedIDs())
+	a.listenPorts()
 	var errs []error
 	for _, p := range a.ports {
+		if p.listenErr != "" {
+			continue // PortsDown says why; listenPorts tries again
+		}
 		var bs []Backend
 		ids := map[string]bool{}
 		for _, r := range sorted(a.s.Replicas) {

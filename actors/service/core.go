@@ -123,6 +123,9 @@ type State struct {
 	Inhibited      string
 	InhibitedSince time.Time
 	Retirements    map[string]Retirement
+	// PortsDown says which published ports do not listen, and why; "" when
+	// all do (SVC-22). The service is failing while it is set.
+	PortsDown string
 }
 
 // Config is what the core takes from the service's latest definition

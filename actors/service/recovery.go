@@ -40,6 +40,10 @@ type RotationFailed struct{ Reason string }
 // RotationApplied: every port's rotation was applied (SVC-30).
 type RotationApplied struct{}
 
+// PortsListening: which published ports cannot listen, and why (Down);
+// "" when every one listens (SVC-22).
+type PortsListening struct{ Down string }
+
 // RecallRetirements gives the pending retirements the journal holds
 // (SVC-33), before the instances are adopted.
 type RecallRetirements struct{ Pending []Retirement }
@@ -47,6 +51,7 @@ type RecallRetirements struct{ Pending []Retirement }
 func (RotationFailed) serviceEvent()    {}
 func (RotationApplied) serviceEvent()   {}
 func (RecallRetirements) serviceEvent() {}
+func (PortsListening) serviceEvent()    {}
 
 // Withdraw applies the rotation without replica ID (it asked, before its
 // instance is touched) and answers it with messages.ReplicaWithdrawn
@@ -88,6 +93,9 @@ func stepRecovery(s State, e Event, now time.Time) (State, []step.Effect, bool) 
 		s.Inhibited, s.InhibitedSince = "", time.Time{}
 		return s, []step.Effect{step.Emit{Kind: messages.KindPublicationRestored, Level: messages.LevelInfo,
 			Message: "a withdrawal succeeded; publishing again"}, Replan{}}, true
+	case PortsListening:
+		s.PortsDown = e.Down
+		return s, nil, true
 	case RecallRetirements:
 		for _, r := range e.Pending {
 			s.Retirements = putRetirement(s.Retirements, r)

@@ -11,7 +11,8 @@ import (
 
 // Ports is an in-memory service.Ports: it records each published port's
 // listen address and rotation and never binds a socket, so trees in tests
-// can publish the same port side by side.
+// can publish the same port side by side. Within one Ports, as on a node,
+// a listen address taken by one name refuses another.
 type Ports struct {
 	mu        sync.Mutex
 	listening map[string]string
@@ -56,6 +57,11 @@ func (p *Ports) Listen(name, listen string) error {
 	defer p.mu.Unlock()
 	if _, ok := p.listening[name]; ok {
 		return fmt.Errorf("port %s: already listening", name)
+	}
+	for other, at := range p.listening {
+		if at == listen {
+			return fmt.Errorf("port %s: listen %s: address in use (by %s)", name, listen, other)
+		}
 	}
 	p.listening[name] = listen
 	return nil

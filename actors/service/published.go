@@ -1,0 +1,85 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/engenho/engenho/actors/supervise"
+	"github.com/engenho/engenho/messages"
+	"github.com/engenho/engenho/messages/step"
+)
+
+// openPorts makes the balancer listen on the published ports of the
+// current definition, and on no other of this service's: a port the new
+// definition no longer publishes, or publishes on another host address,
+// is closed (its connections with it), so a redeploy that moves a port
+// frees the old one (SVC-2, SVC-22). The balancer belongs to the node, so
+// a restarted service actor finds its listeners still there.
+func (a *Actor) openPorts() {
+	var next []portBinding
+	for _, p := range a.current.Definition.Published() {
+		next = append(next, portBinding{name: fmt.Sprintf("%s/%s/%d", a.stack, a.name, p.Published), listen: p.ListenAddr(), target: p.Target})
+	}
+	for _, old := range a.ports {
+		if b, ok := bindingOf(next, old.name); ok && b.listen == old.listen {
+			continue
+		}
+		if err := a.env.Ports.Close(old.name); err != nil {
+			a.h.Log().Warn().Err(err).Str("port", old.name).Msg("closing a port no longer published")
+		}
+		delete(a.rotation, old.name)
+		delete(a.applied, old.name)
+	}
+	a.ports = next
+	a.listenPorts()
+}
+
+// listenPorts opens each port that does not listen yet. A failure is
+// logged and told as an event once, until it changes or the port opens; the
+// core's PortsDown makes the service failing while any lasts, and
+// listenTimer tries again every portsRetry.
+func (a *Actor) listenPorts() {
+	defer a.portsListening()
+	for i := range a.ports {
+		b := &a.ports[i]
+		if _, ok := a.env.Ports.Addr(b.name); ok {
+			b.listenErr = ""
+			continue
+		}
+		err := a.env.Ports.Listen(b.name, b.listen)
+		if err == nil {
+			b.listenErr = ""
+			continue
+		}
+		if err.Error() != b.listenErr {
+			a.h.Log().Error().Err(err).Str("listen", b.listen).Msg("cannot listen on a published port; tried again at every pass")
+			supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError, Message: err.Error()}})
+		}
+		b.listenErr = err.Error()
+	}
+}
+
+// portsListening tells the core which ports are down and arms the retry.
+func (a *Actor) portsListening() {
+	var down []string
+	for _, b := range a.ports {
+		if b.listenErr != "" {
+			down = append(down, fmt.Sprintf("published port %s not listening (%s); free the address or publish another port (tried again every %s)", b.listen, b.listenErr, portsRetry))
+		}
+	}
+	if len(down) > 0 && !a.timers.Armed(listenTimer) {
+		a.timers.Arm(listenTimer, a.h.Clock().Now().Add(portsRetry))
+	}
+	if d := strings.Join(down, "; "); d != a.s.PortsDown {
+		a.feed(PortsListening{Down: d})
+	}
+}
+
+func bindingOf(list []portBinding, name string) (portBinding, bool) {
+	for _, b := range list {
+		if b.name == name {
+			return b, true
+		}
+	}
+	return portBinding{}, false
+}
