@@ -114,3 +114,30 @@ func TestIssue17PlanLinesAndFirstLines(t *testing.T) {
 		t.Errorf("firstLines: %q", got)
 	}
 }
+
+// SUP-17: `service retry` names a service the stack has; a mistyped one is
+// ErrUnknownService (not_found), not a backoff "cleared" that cleared
+// nothing.
+func TestServiceRetryOfAnUnknownServiceIsNotFound(t *testing.T) {
+	d, _ := auditDeployer(t)
+	st, err := stackfile.Parse("web.yaml", []byte(webV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs := map[string]string{}
+	for name, svc := range st.Services {
+		revs[name] = svc.Revision()
+	}
+	if _, err := d.recordDeployment(st, revs, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Retry("web", "typo"); !errors.Is(err, ErrUnknownService) {
+		t.Fatalf("retry of web/typo: %v, want ErrUnknownService", err)
+	}
+	if err := d.Retry("nope", "api"); !errors.Is(err, ErrUnknownStack) {
+		t.Fatalf("retry of nope/api: %v, want ErrUnknownStack", err)
+	}
+	if err := d.Retry("web", "api"); err != nil {
+		t.Fatalf("retry of web/api: %v", err)
+	}
+}

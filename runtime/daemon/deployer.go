@@ -768,7 +768,7 @@ func (d *Deployer) SetStopped(stack, service string, stopped bool, by journal.Wh
 func (d *Deployer) Retry(stack, service string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.mustCurrent(stack); err != nil {
+	if _, _, err := d.currentService(stack, service); err != nil {
 		return err
 	}
 	d.tell(messages.ToService{Stack: stack, Service: service, Msg: messages.ServiceRetry{}})

@@ -75,13 +75,16 @@ func (h *handler) Status(_ context.Context, args control.StatusArgs) (control.St
 	}
 	now := h.d.clk.Now()
 	for _, hs := range rt.routes.Hosts() {
-		if args.Stack == "" || hs.Stack == args.Stack {
+		if (args.Stack == "" || hs.Stack == args.Stack) && (args.Service == "" || hs.Service == args.Service) {
 			hs.Fenced = hs.FencedAt(now)
 			res.Hosts = append(res.Hosts, hs)
 		}
 	}
 	if args.Stack != "" && len(res.Stacks) == 0 && len(res.Services) == 0 {
 		return res, control.Errorf(control.CodeNotFound, "no stack %q", args.Stack)
+	}
+	if args.Service != "" && len(res.Services) == 0 && len(res.Hosts) == 0 {
+		return res, control.Errorf(control.CodeNotFound, "stack %s has no service %q (engenho status %s lists its services)", args.Stack, args.Service, args.Stack)
 	}
 	return res, nil
 }

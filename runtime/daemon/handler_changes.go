@@ -58,9 +58,13 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 			notes[i] = []string{note}
 		}
 	}
+	// From the first record on, the request completes whether or not the
+	// client stays: a client gone between two stacks must not leave the
+	// first applied and the second refused (control.Handler).
+	change := context.WithoutCancel(ctx)
 	for i, st := range stacks {
 		before, _, _ := rt.journal.Stack(st.Name)
-		applied, err := rt.deployer.Apply(ctx, st, sources[i], args.DryRun, &by)
+		applied, err := rt.deployer.Apply(change, st, sources[i], args.DryRun, &by)
 		if err != nil {
 			return res, errCode(err)
 		}

@@ -61,6 +61,9 @@ func TestSVC23ScaleSurvivesReloadsRestartsAndEdits(t *testing.T) {
 	if !ok || o.Value != "2" || o.File != "1" || o.UID == nil || *o.UID != uint32(syscall.Getuid()) || o.Command != "engenho scale ov/web 2" {
 		t.Fatalf("status --json overrides: %+v", s.Overrides)
 	}
+	if out, code := n.cli("status", "ov/typo"); code == 0 || !strings.Contains(out, `no service "typo"`) {
+		t.Fatalf("status of a mistyped service: exit %d\n%s", code, out)
+	}
 	st := n.mustCLI("status", "ov/web")
 	if !strings.Contains(st, "2 (file 1)") || !strings.Contains(st, "replicas 2 (file says 1; scaled by uid ") {
 		t.Fatalf("status does not show the override:\n%s", st)
