@@ -205,6 +205,17 @@ func formatWarnings(warnings []string) string {
 	return b.String()
 }
 
+// recordedAny says whether the apply recorded a deployment for any stack
+// (the daemon names one only then).
+func recordedAny(plans []control.StackPlan) bool {
+	for _, p := range plans {
+		if p.Deployment != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // formatApplyResult: the plan (unless the stream already showed it), then
 // the one verdict of a waited rollout: converged, or failed with each
 // failed service's reason and output, and what was still rolling out
@@ -216,7 +227,11 @@ func formatApplyResult(res control.ApplyResult, planShown bool) string {
 	}
 	switch res.Outcome {
 	case control.OutcomeNone:
-		if !res.DryRun {
+		switch {
+		case res.DryRun:
+		case !recordedAny(res.Stacks):
+			b.WriteString("\nnothing changed: nothing to roll out\n")
+		default:
 			b.WriteString("\nrolling out in the background: engenho status, or apply --wait to follow\n")
 		}
 	case control.OutcomeConverged:

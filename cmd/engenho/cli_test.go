@@ -341,6 +341,11 @@ func TestSVC20EventsSinceIncludesN(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("--since %s: events %v, want %v", since, got, want)
 		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var res control.EventsResult
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.Last != 5 || !strings.Contains(lines[len(lines)-1], `"last"`) {
+			t.Errorf("--since %s: the last line %q is not the stream's result", since, lines[len(lines)-1])
+		}
 	}
 	out, _, _ := cli(t, sock, "", "events", "--since", "4")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], `probe said\nline two`) {
@@ -390,7 +395,8 @@ func TestDMN11SocketPathDefaults(t *testing.T) {
 	}
 	same(t, "default", path("", "tree"), "/var/lib/engenho/control/engenho.sock")
 	same(t, "data dir", path("", "--data-dir", "/srv/e", "tree"), "/srv/e/control/engenho.sock")
-	same(t, "env", path("/run/e.sock", "--data-dir", "/srv/e", "tree"), "/run/e.sock")
+	same(t, "env", path("/run/e.sock", "tree"), "/run/e.sock")
+	same(t, "data dir over env", path("/run/e.sock", "--data-dir", "/srv/e", "tree"), "/srv/e/control/engenho.sock")
 	same(t, "flag", path("/run/e.sock", "tree", "--socket", "/tmp/x.sock"), "/tmp/x.sock")
 }
 
@@ -434,5 +440,24 @@ func TestDMN16ReconfigureSaysWhatHappened(t *testing.T) {
 	}
 	if out, _, code := cli(t, sock, "", "reconfigure"); code != 0 || !strings.Contains(out, "reconfigure accepted: booting") {
 		t.Errorf("booting: %d %q", code, out)
+	}
+}
+
+// SVC-5: an apply that changes nothing says so; only one that recorded a
+// deployment says it is rolling out.
+func TestSVC5ApplyOfTheSameFileSaysNothingChanged(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "web.yaml")
+	os.WriteFile(file, []byte("services:\n  api:\n    command: [sleep, inf]\n"), 0o600)
+	unchanged := &controltest.Fake{ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web",
+		Changes: []stackfile.Change{{Service: "api", Action: stackfile.ActionUnchanged}}}}}}
+	out, errs, code := cli(t, daemonFake(t, unchanged), "", "apply", file)
+	if code != 0 || !strings.Contains(out, "nothing changed: nothing to roll out") || strings.Contains(out, "rolling out") {
+		t.Errorf("apply of an unchanged stack: %d %s\n%s", code, errs, out)
+	}
+	changed := &controltest.Fake{ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web", Deployment: "2",
+		Changes: []stackfile.Change{{Service: "api", Action: stackfile.ActionUpdate}}}}}}
+	out, errs, code = cli(t, daemonFake(t, changed), "", "apply", file)
+	if code != 0 || !strings.Contains(out, "rolling out in the background") {
+		t.Errorf("apply of a changed stack: %d %s\n%s", code, errs, out)
 	}
 }

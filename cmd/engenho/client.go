@@ -68,21 +68,24 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// socketPath is --socket, else $ENGENHO_SOCKET, else
-// --data-dir/control/engenho.sock.
+// socketPath is --socket, else a --data-dir given on the command line
+// (DIR/control/engenho.sock), else $ENGENHO_SOCKET, else the default data
+// directory's socket. What the command line says beats the environment:
+// `engenho --data-dir /srv/b stop` must never stop the daemon an exported
+// ENGENHO_SOCKET names.
 func socketPath(cmd *cobra.Command) string {
 	flags := cmd.Flags()
 	if f := flags.Lookup("socket"); f != nil && f.Changed {
 		return f.Value.String()
 	}
+	dataDir := flags.Lookup("data-dir")
+	if dataDir != nil && dataDir.Changed && dataDir.Value.String() != "" {
+		return filepath.Join(dataDir.Value.String(), "control", "engenho.sock")
+	}
 	if env := os.Getenv(socketEnv); env != "" {
 		return env
 	}
-	dir := defaultDataDir
-	if f := flags.Lookup("data-dir"); f != nil && f.Value.String() != "" {
-		dir = f.Value.String()
-	}
-	return filepath.Join(dir, "control", "engenho.sock")
+	return filepath.Join(defaultDataDir, "control", "engenho.sock")
 }
 
 // jsonOutput reports whether --json was given.

@@ -61,7 +61,13 @@ func runEvents(s *session, args control.EventsArgs) error {
 	if args.Follow && errors.Is(err, context.Canceled) {
 		return nil // interrupted: the way out of -f
 	}
-	if err == nil && res.Memory && !s.json {
+	switch {
+	case err != nil:
+	case s.json:
+		// The result last, as every stream ends: "memory" says the numbers
+		// are the in-memory log's own, not the journal's.
+		return printJSON(s.out, res)
+	case res.Memory:
 		fmt.Fprintln(s.out, "(the journal is not open: these are the daemon's own events since it closed it, kept in memory)")
 	}
 	return err
