@@ -309,7 +309,7 @@ func stepWedged(s State, e Event) (State, []step.Effect) {
 // reinit checks a reinit against the stop epoch (DMN-14).
 func reinit(s State, e ReinitRequested) (State, []step.Effect) {
 	if e.Epoch != s.Epoch {
-		return refuse(s, e, fmt.Sprintf("the runtime ran since (epoch %d, now %d)", e.Epoch, s.Epoch))
+		return refuse(s, e, fmt.Sprintf("the runtime ran since (epoch %d, now %d): nothing moved; run reinit again", e.Epoch, s.Epoch))
 	}
 	return s, []step.Effect{MoveToAttic{What: e.What}}
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,6 +347,9 @@ func TestReinitBoundToEpoch(t *testing.T) {
 	s = mustStep(t, mustStep(t, mustStep(t, s, StopRequested{}), DrainDone{}), JournalReleased{})
 	if !refused(s, ReinitRequested{What: "journal", Epoch: seen}) {
 		t.Fatalf("reinit with a moved epoch accepted (epoch %d, now %d)", seen, s.Epoch)
+	}
+	if _, fx := Step(s, ReinitRequested{What: "journal", Epoch: seen}); !strings.Contains(effString(fx), "run reinit again") {
+		t.Fatalf("a moved epoch's refusal does not say what to do: %s", effString(fx))
 	}
 	if _, fx := Step(s, ReinitRequested{What: "journal", Epoch: s.Epoch}); only(t, fx) != (MoveToAttic{What: "journal"}) {
 		t.Fatalf("reinit at the current epoch: %s", effString(fx))

@@ -37,8 +37,9 @@ type Fake struct {
 	LifecycleErr error
 	// ReconfigureFunc, when set, answers reconfigure instead.
 	ReconfigureFunc func() (control.ReconfigureResult, error)
-	// EpochResult answers epoch; reinit is refused with conflict unless its
-	// epoch equals EpochResult.Epoch, and answers ReinitResult.
+	// EpochResult answers epoch; reinit is refused, as by the daemon's
+	// lifecycle, unless its epoch equals EpochResult.Epoch, and answers
+	// ReinitResult.
 	EpochResult  control.EpochResult
 	ReinitResult control.ReinitResult
 	// ApplyFunc answers apply; nil returns ApplyResult, after sending Progress
@@ -199,7 +200,7 @@ func (f *Fake) Epoch(_ context.Context, a control.EpochArgs) (control.EpochResul
 func (f *Fake) Reinit(_ context.Context, a control.ReinitArgs) (control.ReinitResult, error) {
 	f.record(control.OpReinit, a)
 	if a.Epoch != f.EpochResult.Epoch {
-		return control.ReinitResult{}, control.Errorf(control.CodeConflict, "the runtime ran since epoch %d (now %d); read the epoch again", a.Epoch, f.EpochResult.Epoch)
+		return control.ReinitResult{}, control.Errorf(control.CodeRefused, "the runtime ran since (epoch %d, now %d): nothing moved; run reinit again", a.Epoch, f.EpochResult.Epoch)
 	}
 	return f.ReinitResult, f.Err
 }
