@@ -168,6 +168,7 @@ func TestSUP15ReplaceAfterThreeHealthRestarts(t *testing.T) {
 	m.cfg.Ladder.Immediate = 10
 	m.boot()
 	for i := 0; i < 3; i++ {
+		m.now = m.now.Add(10 * time.Second) // one interval: failures count (SVC-7)
 		m.do(result(probe.Unhealthy, m.now))
 		m.do(result(probe.Unhealthy, m.now)).wantOp(OpStop)
 		m.do(OpDone{Op: OpStop}).wantOp(OpStart)
@@ -175,6 +176,7 @@ func TestSUP15ReplaceAfterThreeHealthRestarts(t *testing.T) {
 		m.now = m.now.Add(time.Second)
 		m.do(OpDone{Op: OpInspect, Status: running(m.now)})
 	}
+	m.now = m.now.Add(10 * time.Second)
 	m.do(result(probe.Unhealthy, m.now))
 	m.do(result(probe.Unhealthy, m.now)).wantEvent(messages.KindReplicaReplaced).wantOp(OpStop)
 	if !m.s.Replace {

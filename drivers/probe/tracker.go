@@ -61,9 +61,16 @@ func NewTracker(cfg Config, startedAt time.Time) Tracker {
 	return t
 }
 
-// InStartPeriod reports whether failures observed at now do not count.
+// InStartPeriod reports whether failures observed at now do not count:
+// before the first success, until start_period or one interval has passed
+// since the start, whichever is later. Compose's engine runs the first
+// probe one interval after the start; engenho probes at once, so that a
+// fast replica serves in milliseconds, and counts no failure Compose would
+// not have seen: a replica that takes longer than start_interval to listen
+// is not unhealthy for it (SVC-7).
 func InStartPeriod(t Tracker, now time.Time) bool {
-	return !t.StartPeriodOver && now.Before(t.StartedAt.Add(t.Config.StartPeriod))
+	grace := max(t.Config.StartPeriod, t.Config.Interval)
+	return !t.StartPeriodOver && now.Before(t.StartedAt.Add(grace))
 }
 
 // Observe folds result r, observed at now, into t (spec SVC-7, SUP-14):

@@ -60,10 +60,14 @@ func TestTrackerTable(t *testing.T) {
 		{"SVC-7 first success makes healthy", http, []step{
 			{0, H, StatusHealthy, 0, 0},
 		}},
+		{"SVC-7 failures within one interval of the start do not count (Compose probes first then)", http, []step{
+			{0, U, StatusStarting, 0, 0}, {5 * sec, U, StatusStarting, 0, 0}, {29 * sec, U, StatusStarting, 0, 0},
+			{30 * sec, U, StatusStarting, 1, 0},
+		}},
 		{"SVC-7 retries consecutive failures make unhealthy, SUP-14 then counts observations", http, []step{
-			{0, U, StatusStarting, 1, 0}, {5 * sec, U, StatusStarting, 2, 0},
-			{10 * sec, U, StatusUnhealthy, 3, 1}, {40 * sec, U, StatusUnhealthy, 4, 2},
-			{70 * sec, U, StatusUnhealthy, 5, 3},
+			{30 * sec, U, StatusStarting, 1, 0}, {35 * sec, U, StatusStarting, 2, 0},
+			{40 * sec, U, StatusUnhealthy, 3, 1}, {70 * sec, U, StatusUnhealthy, 4, 2},
+			{100 * sec, U, StatusUnhealthy, 5, 3},
 		}},
 		{"SVC-7 a success resets the failure streak", http, []step{
 			{0, H, StatusHealthy, 0, 0}, {sec, U, StatusHealthy, 1, 0}, {2 * sec, U, StatusHealthy, 2, 0},
@@ -82,15 +86,15 @@ func TestTrackerTable(t *testing.T) {
 			{6 * sec, U, StatusHealthy, 1, 0}, {7 * sec, U, StatusUnhealthy, 2, 1},
 		}},
 		{"SUP-14 probe errors change nothing", http, []step{
-			{0, E, StatusStarting, 0, 0}, {sec, U, StatusStarting, 1, 0}, {2 * sec, E, StatusStarting, 1, 0},
-			{3 * sec, U, StatusStarting, 2, 0}, {4 * sec, E, StatusStarting, 2, 0}, {5 * sec, U, StatusUnhealthy, 3, 1},
-			{6 * sec, E, StatusUnhealthy, 3, 1}, {7 * sec, E, StatusUnhealthy, 3, 1}, {8 * sec, U, StatusUnhealthy, 4, 2},
+			{30 * sec, E, StatusStarting, 0, 0}, {31 * sec, U, StatusStarting, 1, 0}, {32 * sec, E, StatusStarting, 1, 0},
+			{33 * sec, U, StatusStarting, 2, 0}, {34 * sec, E, StatusStarting, 2, 0}, {35 * sec, U, StatusUnhealthy, 3, 1},
+			{36 * sec, E, StatusUnhealthy, 3, 1}, {37 * sec, E, StatusUnhealthy, 3, 1}, {38 * sec, U, StatusUnhealthy, 4, 2},
 		}},
 		{"SUP-14 errors do not break a healthy status", http, []step{
 			{0, H, StatusHealthy, 0, 0}, {sec, E, StatusHealthy, 0, 0}, {2 * sec, E, StatusHealthy, 0, 0},
 		}},
-		{"SVC-7 retries 1: one counted failure is unhealthy", Config{Kind: KindTCP, Retries: 1}, []step{
-			{0, U, StatusUnhealthy, 1, 1}, {sec, U, StatusUnhealthy, 2, 2}, {2 * sec, H, StatusHealthy, 0, 0},
+		{"SVC-7 retries 1: one counted failure is unhealthy", Config{Kind: KindTCP, Retries: 1, Interval: sec}, []step{
+			{sec, U, StatusUnhealthy, 1, 1}, {2 * sec, U, StatusUnhealthy, 2, 2}, {3 * sec, H, StatusHealthy, 0, 0},
 		}},
 	}
 	for _, c := range cases {
@@ -113,17 +117,18 @@ func TestUnhealthyObservationsSUP14(t *testing.T) {
 			t.Fatalf("after %d failures while starting: %s with %d unhealthy observations, want starting with 0", i+1, tr.Status, tr.UnhealthyObservations)
 		}
 	}
-	tr = runSteps(t, Config{Kind: KindHTTP, Retries: 1}, []step{
-		{0, U, StatusUnhealthy, 1, 1},
+	tr = runSteps(t, Config{Kind: KindHTTP, Retries: 1, Interval: time.Second}, []step{
+		{0, U, StatusStarting, 0, 0}, // within one interval of the start: not counted
+		{time.Second, U, StatusUnhealthy, 1, 1},
 	})
 	if tr.UnhealthyObservations != 1 {
 		t.Fatalf("one unhealthy observation counted %d", tr.UnhealthyObservations)
 	}
-	tr, _ = Observe(tr, Result{Outcome: Error}, t0.Add(time.Second))
+	tr, _ = Observe(tr, Result{Outcome: Error}, t0.Add(2*time.Second))
 	if tr.Status != StatusUnhealthy || tr.UnhealthyObservations != 1 {
 		t.Fatalf("a probe error moved the count: %s, %d", tr.Status, tr.UnhealthyObservations)
 	}
-	tr, _ = Observe(tr, Result{Outcome: Unhealthy}, t0.Add(2*time.Second))
+	tr, _ = Observe(tr, Result{Outcome: Unhealthy}, t0.Add(3*time.Second))
 	if tr.Status != StatusUnhealthy || tr.UnhealthyObservations != RestartThreshold {
 		t.Fatalf("two unhealthy observations: %s, %d, want unhealthy, %d", tr.Status, tr.UnhealthyObservations, RestartThreshold)
 	}
@@ -197,7 +202,7 @@ func TestTrackerProperties(t *testing.T) {
 			var ch Change
 			tr, ch = Observe(tr, Result{Outcome: outcome}, now)
 
-			inGrace := !ref.succeeded && now.Before(t0.Add(cfg.StartPeriod))
+			inGrace := !ref.succeeded && now.Before(t0.Add(max(cfg.StartPeriod, cfg.Interval)))
 			switch {
 			case outcome == Healthy:
 				ref.succeeded, ref.streak = true, 0
@@ -230,7 +235,7 @@ func TestTrackerProperties(t *testing.T) {
 				rt.Fatalf("step %d: success left status %s", i, tr.Status)
 			}
 			if outcome == Unhealthy && inGrace && tr.Status != before.Status {
-				rt.Fatalf("step %d: failure inside start_period changed status %s -> %s", i, before.Status, tr.Status)
+				rt.Fatalf("step %d: failure inside start_period (or the first interval) changed status %s -> %s", i, before.Status, tr.Status)
 			}
 			if tr.Status != StatusStarting {
 				leftStarting = true
