@@ -60,56 +60,59 @@ var composeServiceRules = map[string]keyRule{
 	"group_add":           {true, "engenho sets no supplementary groups; use user: USER:GROUP"},
 	"post_start":          {true, "lifecycle hooks are not supported; use a sidecar or the command itself"},
 	"pre_stop":            {true, "lifecycle hooks are not supported; the workload gets SIGTERM and stop_grace_period"},
+	"pre_start":           {true, "lifecycle hooks are not supported; run the step in the command itself (sh -c 'step && exec server')"},
+	"umask":               {true, "engenho cannot set a per-service umask; ignoring it would create files with other permissions than asked: set it in the command (sh -c 'umask 027; exec server')"},
 	"label_file":          {true, notYet + "; write the labels under labels"},
 	"provider":            {true, "engenho runs commands and images, not providers"},
 	"models":              {true, "engenho runs commands and images, not models"},
 	"use_api_socket":      {true, "engenho has no Docker API socket to give"},
 	"runtime":             {true, "the driver decides how an instance runs; use driver (or x-engenho.driver)"},
 
-	"networks":         {false, sharedNet},
-	"links":            {false, "ignored: all services share the node's network; reach another service on its port at 127.0.0.1"},
-	"external_links":   {false, "ignored: all services share the node's network"},
-	"hostname":         {false, "ignored: instances have the node's host name (process) or the driver's (incus)"},
-	"domainname":       {false, "ignored: instances use the node's domain name"},
-	"mac_address":      {false, "ignored: " + sharedNet},
-	"dns":              {false, "ignored: instances use the node's resolver"},
-	"dns_search":       {false, "ignored: instances use the node's resolver"},
-	"dns_opt":          {false, "ignored: instances use the node's resolver"},
-	"extra_hosts":      {false, "ignored: instances use the node's /etc/hosts"},
-	"ipc":              {false, "ignored: the driver decides the IPC namespace"},
-	"pid":              {false, "ignored: the driver decides the PID namespace"},
-	"uts":              {false, "ignored: the driver decides the UTS namespace"},
-	"stdin_open":       {false, "ignored: instances have no terminal; output goes to engenho's logs"},
-	"tty":              {false, "ignored: instances have no terminal; output goes to engenho's logs"},
-	"attach":           {false, "ignored: output always goes to engenho's logs (engenho logs)"},
-	"logging":          {false, "ignored: engenho keeps every instance's output itself (engenho logs)"},
-	"platform":         {false, "ignored: the image or binary must already suit the node"},
-	"pull_policy":      {false, "ignored: the driver fetches an image when it is missing"},
-	"init":             {false, "ignored: engenho supervises the workload itself; no init is added"},
-	"stop_signal":      {false, "ignored: engenho stops with SIGTERM, then SIGKILL after stop_grace_period"},
-	"ulimits":          {false, "ignored: instances get the daemon's limits; pids_limit caps processes"},
-	"shm_size":         {false, "ignored: instances use the driver's /dev/shm"},
-	"oom_score_adj":    {false, "ignored: the driver sets OOM scores"},
-	"oom_kill_disable": {false, "ignored: the driver handles out-of-memory kills"},
-	"mem_swappiness":   {false, useResource},
-	"memswap_limit":    {false, useResource},
-	"cpu_count":        {false, useResource},
-	"cpu_percent":      {false, useResource},
-	"cpu_shares":       {false, useResource},
-	"cpu_period":       {false, useResource},
-	"cpu_quota":        {false, useResource},
-	"cpu_rt_period":    {false, useResource},
-	"cpu_rt_runtime":   {false, useResource},
-	"cpuset":           {false, useResource},
-	"blkio_config":     {false, useResource},
-	"cgroup":           {false, "ignored: the driver places instances in cgroups"},
-	"cgroup_parent":    {false, "ignored: the driver places instances in cgroups"},
-	"storage_opt":      {false, "ignored: the driver decides storage"},
-	"isolation":        {false, "ignored: a Windows container setting"},
-	"credential_spec":  {false, "ignored: a Windows container setting"},
-	"annotations":      {false, "ignored: use labels, which engenho stores on instances"},
-	"develop":          {false, "ignored: a development-only setting (docker compose watch)"},
-	"network_mode":     {false, sharedNet},
+	"networks":           {false, sharedNet},
+	"links":              {false, "ignored: all services share the node's network; reach another service on its port at 127.0.0.1"},
+	"external_links":     {false, "ignored: all services share the node's network"},
+	"hostname":           {false, "ignored: instances have the node's host name (process) or the driver's (incus)"},
+	"domainname":         {false, "ignored: instances use the node's domain name"},
+	"mac_address":        {false, "ignored: " + sharedNet},
+	"dns":                {false, "ignored: instances use the node's resolver"},
+	"dns_search":         {false, "ignored: instances use the node's resolver"},
+	"dns_opt":            {false, "ignored: instances use the node's resolver"},
+	"extra_hosts":        {false, "ignored: instances use the node's /etc/hosts"},
+	"ipc":                {false, "ignored: the driver decides the IPC namespace"},
+	"pid":                {false, "ignored: the driver decides the PID namespace"},
+	"uts":                {false, "ignored: the driver decides the UTS namespace"},
+	"stdin_open":         {false, "ignored: instances have no terminal; output goes to engenho's logs"},
+	"tty":                {false, "ignored: instances have no terminal; output goes to engenho's logs"},
+	"attach":             {false, "ignored: output always goes to engenho's logs (engenho logs)"},
+	"logging":            {false, "ignored: engenho keeps every instance's output itself (engenho logs)"},
+	"platform":           {false, "ignored: the image or binary must already suit the node"},
+	"pull_policy":        {false, "ignored: the driver fetches an image when it is missing"},
+	"pull_refresh_after": {false, "ignored: the driver fetches an image when it is missing"},
+	"init":               {false, "ignored: engenho supervises the workload itself; no init is added"},
+	"stop_signal":        {false, "ignored: engenho stops with SIGTERM, then SIGKILL after stop_grace_period"},
+	"ulimits":            {false, "ignored: instances get the daemon's limits; pids_limit caps processes"},
+	"shm_size":           {false, "ignored: instances use the driver's /dev/shm"},
+	"oom_score_adj":      {false, "ignored: the driver sets OOM scores"},
+	"oom_kill_disable":   {false, "ignored: the driver handles out-of-memory kills"},
+	"mem_swappiness":     {false, useResource},
+	"memswap_limit":      {false, useResource},
+	"cpu_count":          {false, useResource},
+	"cpu_percent":        {false, useResource},
+	"cpu_shares":         {false, useResource},
+	"cpu_period":         {false, useResource},
+	"cpu_quota":          {false, useResource},
+	"cpu_rt_period":      {false, useResource},
+	"cpu_rt_runtime":     {false, useResource},
+	"cpuset":             {false, useResource},
+	"blkio_config":       {false, useResource},
+	"cgroup":             {false, "ignored: the driver places instances in cgroups"},
+	"cgroup_parent":      {false, "ignored: the driver places instances in cgroups"},
+	"storage_opt":        {false, "ignored: the driver decides storage"},
+	"isolation":          {false, "ignored: a Windows container setting"},
+	"credential_spec":    {false, "ignored: a Windows container setting"},
+	"annotations":        {false, "ignored: use labels, which engenho stores on instances"},
+	"develop":            {false, "ignored: a development-only setting (docker compose watch)"},
+	"network_mode":       {false, sharedNet},
 }
 
 // composeTopRules are the top-level Compose keys besides name, version,
@@ -118,6 +121,7 @@ var composeTopRules = map[string]keyRule{
 	"configs":  {true, notYet},
 	"include":  {true, notYet + "; give every file to engenho apply"},
 	"models":   {true, "engenho runs commands and images, not models"},
+	"jobs":     {true, "engenho runs long-lived services; run a one-off job as a service with restart: no"},
 	"networks": {false, sharedNet},
 }
 
@@ -161,8 +165,9 @@ func (w *walker) deployKey(d *Deploy, e entry) bool {
 			switch s {
 			case "replicated":
 			case "global":
-				// One node: global is one instance.
-				d.Replicas = 1
+				// One node: global is one instance (settled in the last
+				// pass, whatever order the keys come in).
+				d.global = true
 			default:
 				w.problem(e.vn, e.path, ErrValue, "want replicated or global, got %s", quote(s))
 			}
@@ -497,6 +502,13 @@ func (w *walker) finishCompose(svc *Service, cs *composeState, path string) {
 			svc.Deploy.Replicas = cs.scaleValue
 			replicasKey = cs.scale.path
 		}
+	}
+	if svc.Deploy.global {
+		if at, ok := w.pos[replicasKey]; ok && svc.Deploy.Replicas != 1 {
+			w.problems = append(w.problems, Problem{File: w.file, Line: at.line, Column: at.col, Key: replicasKey, Err: ErrValue,
+				Msg: fmt.Sprintf("%d replicas, but deploy.mode is global: one instance on this node; drop one of the two", svc.Deploy.Replicas)})
+		}
+		svc.Deploy.Replicas = 1
 	}
 	if cs.containerName != nil && svc.Deploy.Replicas > 1 {
 		line := cs.containerName.kn.Line

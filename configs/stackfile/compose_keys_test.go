@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -724,4 +725,71 @@ networks:
 		{"services.redis.networks", 34, ErrWarning, "networks are ignored"},
 		{"/networks", 36, ErrWarning, "networks are ignored"},
 	}, 0)
+}
+
+// parseDir parses src as t.yaml in a directory holding files.
+func parseDir(t *testing.T, files map[string]string, src string) (*Stack, error) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ParseWith(filepath.Join(dir, "t.yaml"), []byte(src), Options{Dir: dir})
+}
+
+// SVC-1: env_file's format raw keeps values as written: quotes and $ are
+// part of the value (a password is not cut at its $); a line that is not
+// NAME=value is an error naming its line.
+func TestEnvFileFormatRawKeepsValuesAsWritten(t *testing.T) {
+	st, err := parseDir(t, map[string]string{"a.env": "# comment\n\nPW=\"p$word\"\nURL=http://x/?a=b\n"},
+		stackYAML("env_file: [{path: a.env, format: raw}]", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := st.Services["api"].Env
+	if got := env["PW"].value; got != `"p$word"` {
+		t.Errorf("PW = %q, want the raw \"p$word\"", got)
+	}
+	if got := env["URL"].value; got != "http://x/?a=b" {
+		t.Errorf("URL = %q", got)
+	}
+	_, err = parseDir(t, map[string]string{"a.env": "A=1\nnot a pair\n"}, stackYAML("env_file: [{path: a.env, format: raw}]", true))
+	if err == nil || !strings.Contains(err.Error(), ":2: ") || !strings.Contains(err.Error(), "not NAME=value") {
+		t.Errorf("a bad raw line: %v, want its line number", err)
+	}
+}
+
+// SVC-1: a name environment lists bare that nothing sets overrides
+// env_file's value by unsetting it, as Compose does.
+func TestEnvironmentBareUnsetOverridesEnvFile(t *testing.T) {
+	st, err := parseDir(t, map[string]string{"a.env": "FOO=from-file\nBAR=kept\n"},
+		stackYAML("env_file: a.env\nenvironment: [FOO]", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := st.Services["api"].Env
+	if v, ok := env["FOO"]; ok {
+		t.Errorf("FOO = %q, want it unset (environment lists it bare, nothing sets it)", v.value)
+	}
+	if env["BAR"].value != "kept" {
+		t.Errorf("BAR = %q, want env_file's", env["BAR"].value)
+	}
+}
+
+// SVC-1: deploy.mode global is one instance whatever order the keys come
+// in; replicas or scale other than 1 beside it is an error.
+func TestDeployModeGlobalIsOneInstanceInAnyOrder(t *testing.T) {
+	for _, body := range []string{"deploy: {mode: global}", "deploy: {mode: global, replicas: 1}", "deploy: {replicas: 1, mode: global}"} {
+		if n := mustParse(t, "t.yaml", stackYAML(body, true)).Services["api"].Deploy.Replicas; n != 1 {
+			t.Errorf("%s: replicas %d, want 1", body, n)
+		}
+	}
+	for _, body := range []string{"deploy: {mode: global, replicas: 3}", "deploy: {replicas: 3, mode: global}", "scale: 3\ndeploy: {mode: global}"} {
+		_, err := Parse("t.yaml", []byte(stackYAML(body, true)))
+		if err == nil || !strings.Contains(err.Error(), "deploy.mode is global") {
+			t.Errorf("%s: %v, want an error naming the conflict", body, err)
+		}
+	}
 }

@@ -28,7 +28,7 @@ func (w *walker) loadDotEnv() {
 		return
 	}
 	path := filepath.Join(w.dir, ".env")
-	vars, err := readEnvFile(path, w.envOnly)
+	vars, err := readEnvFile(path, w.envOnly, false)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -45,14 +45,37 @@ func (w *walker) envOnly(name string) (string, bool) {
 
 // readEnvFile parses one env file; references inside it resolve through
 // lookup, then through the file's own earlier lines.
-func readEnvFile(path string, lookup dotenv.LookupFn) (map[string]string, error) {
+func readEnvFile(path string, lookup dotenv.LookupFn, raw bool) (map[string]string, error) {
 	data, err := readRegularFile(path, maxEnvFileBytes, errEnvFile)
 	if err != nil {
 		return nil, err
 	}
+	if raw {
+		return parseRawEnv(data)
+	}
 	vars, err := dotenv.ParseWithLookup(bytes.NewReader(data), lookup)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errEnvFile, err)
+	}
+	return vars, nil
+}
+
+// parseRawEnv reads Compose's raw env_file format: NAME=value a line, the
+// value exactly as written (quotes kept, nothing expanded); blank lines
+// and lines starting with # are skipped.
+func parseRawEnv(data []byte) (map[string]string, error) {
+	vars := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, &fileError{errEnvFile, fmt.Sprintf("line %d: not NAME=value (format raw)", i+1)}
+		}
+		vars[name] = value
 	}
 	return vars, nil
 }
@@ -157,11 +180,11 @@ func (w *walker) envFiles(n *yaml.Node, path string) Env {
 		if r.Kind == yaml.SequenceNode {
 			itemPath = index(path, i)
 		}
-		file, required, ok := w.envFileRef(item, itemPath)
+		file, required, raw, ok := w.envFileRef(item, itemPath)
 		if !ok {
 			continue
 		}
-		w.readEnvFileInto(env, item, itemPath, file, required)
+		w.readEnvFileInto(env, item, itemPath, file, required, raw)
 	}
 	return env
 }
@@ -169,18 +192,18 @@ func (w *walker) envFiles(n *yaml.Node, path string) Env {
 var envFileKeys = []string{"path", "required", "format"}
 
 // envFileRef reads one item: a string, or {path, required, format}.
-func (w *walker) envFileRef(n *yaml.Node, path string) (file string, required, ok bool) {
+func (w *walker) envFileRef(n *yaml.Node, path string) (file string, required, raw, ok bool) {
 	r := w.resolve(n, path)
 	if r == nil {
-		return "", false, false
+		return "", false, false, false
 	}
 	if r.Kind == yaml.ScalarNode {
 		file, ok = w.str(r, path)
-		return file, true, ok && w.envFilePathOK(r, path, file)
+		return file, true, false, ok && w.envFilePathOK(r, path, file)
 	}
 	entries, ok := w.mapping(r, path)
 	if !ok {
-		return "", false, false
+		return "", false, false, false
 	}
 	required, ok = true, true
 	for _, e := range entries {
@@ -194,10 +217,12 @@ func (w *walker) envFileRef(n *yaml.Node, path string) (file string, required, o
 			required, good = w.boolean(e.vn, e.path)
 			ok = ok && good
 		case "format":
-			if f, good := w.str(e.vn, e.path); good && f != "" && f != "raw" {
+			f, good := w.str(e.vn, e.path)
+			if good && f != "" && f != "raw" {
 				w.problem(e.vn, e.path, ErrValue, "format %s is not supported: leave it out (Compose's .env format) or write raw", quote(f))
 				ok = false
 			}
+			raw = f == "raw"
 		default:
 			w.unknownKey(e, envFileKeys)
 			ok = false
@@ -207,7 +232,7 @@ func (w *walker) envFileRef(n *yaml.Node, path string) (file string, required, o
 		w.problem(r, join(path, "path"), ErrMissing, "required")
 		ok = false
 	}
-	return file, required, ok
+	return file, required, raw, ok
 }
 
 func (w *walker) envFilePathOK(n *yaml.Node, path, file string) bool {
@@ -222,12 +247,12 @@ func (w *walker) envFilePathOK(n *yaml.Node, path, file string) bool {
 	return true
 }
 
-func (w *walker) readEnvFileInto(env Env, n *yaml.Node, path, file string, required bool) {
+func (w *walker) readEnvFileInto(env Env, n *yaml.Node, path, file string, required, raw bool) {
 	full := file
 	if !filepath.IsAbs(full) {
 		full = filepath.Join(w.dir, file)
 	}
-	vars, err := readEnvFile(full, w.lookup)
+	vars, err := readEnvFile(full, w.lookup, raw)
 	if errors.Is(err, fs.ErrNotExist) {
 		if required {
 			w.problem(n, path, ErrValue, "%s does not exist (write {path: %s, required: false} if it may be missing)", full, file)
@@ -253,6 +278,7 @@ type envKeys struct {
 	given    *entry // environment or env, whichever came first
 	env      Env
 	fromFile Env
+	unset    map[string]bool // written bare and set nowhere: unset (Compose)
 }
 
 func (k *envKeys) read(w *walker, e entry) {
@@ -265,17 +291,24 @@ func (k *envKeys) read(w *walker, e entry) {
 		return
 	}
 	k.given = &e
+	w.unsetEnv = map[string]bool{}
 	k.env = w.env(e.vn, e.path)
+	k.unset, w.unsetEnv = w.unsetEnv, nil
 }
 
-// merged is env_file's variables overridden by environment's.
+// merged is env_file's variables overridden by environment's; a name
+// environment wrote bare and nothing sets is unset, whatever env_file
+// says (Compose: environment wins "even if those values are empty or
+// undefined").
 func (k *envKeys) merged() Env {
 	if k.fromFile == nil {
 		return k.env
 	}
 	out := Env{}
 	for n, v := range k.fromFile {
-		out[n] = v
+		if !k.unset[n] {
+			out[n] = v
+		}
 	}
 	for n, v := range k.env {
 		out[n] = v

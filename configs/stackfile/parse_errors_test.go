@@ -125,7 +125,7 @@ func TestParseErrorsSVC1(t *testing.T) {
 		{"update failure_action", "deploy:\n  update_config: {failure_action: ignore}", true, "deploy.update_config.failure_action", 2, ErrValue, "pause, rollback, continue"},
 		{"update parallelism", "deploy:\n  update_config: {parallelism: -2}", true, "deploy.update_config.parallelism", 2, ErrValue, "non-negative"},
 		{"update monitor", "deploy:\n  update_config: {monitor: x}", true, "deploy.update_config.monitor", 2, ErrType, "want a duration"},
-		{"update unknown", "deploy:\n  update_config: {max_failure_ratio: 0.1}", true, "deploy.update_config.max_failure_ratio", 2, ErrUnknownKey, "unknown key"},
+		{"update unknown", "deploy:\n  update_config: {max_failure: 0.1}", true, "deploy.update_config.max_failure", 2, ErrUnknownKey, "unknown key"},
 		{"cpus words", "deploy:\n  resources:\n    limits: {cpus: lots}", true, "deploy.resources.limits.cpus", 3, ErrType, "want a number"},
 		{"cpus nan", "deploy:\n  resources:\n    limits: {cpus: \"NaN\"}", true, "deploy.resources.limits.cpus", 3, ErrType, "want a number"},
 		{"cpus negative", "deploy:\n  resources:\n    limits: {cpus: -1}", true, "deploy.resources.limits.cpus", 3, ErrValue, "0 or more"},

@@ -446,6 +446,8 @@ func (w *walker) updateConfig(uc *UpdateConfig, n *yaml.Node, path string) {
 			}
 		case "monitor":
 			uc.Monitor = w.durationOr(e, uc.Monitor)
+		case "max_failure_ratio":
+			w.warn(e.kn, e.path, "ignored: engenho takes any failed slot as the update failing (failure_action), as Compose does with max_failure_ratio: 0")
 		default:
 			if !isExtension(e.key) {
 				w.unknownKey(e, updateKeys)

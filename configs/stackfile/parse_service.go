@@ -254,6 +254,9 @@ func (w *walker) fromEnvironment(env Env, n *yaml.Node, key, name string) {
 		env[name] = Plain(v)
 		return
 	}
+	if w.unsetEnv != nil {
+		w.unsetEnv[name] = true
+	}
 	w.warn(n, key, "%s has no value here and is not set in the apply environment or .env: left unset", name)
 }
 

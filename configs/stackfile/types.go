@@ -256,6 +256,9 @@ type Deploy struct {
 	RestartPolicy RestartPolicy `json:"restart_policy"`
 	UpdateConfig  UpdateConfig  `json:"update_config"`
 	Resources     Resources     `json:"resources"`
+	// global: deploy.mode was global (one instance on this node); read
+	// by the parse's last pass, never stored.
+	global bool
 }
 
 // Restart policy conditions (SUP-16).

@@ -74,6 +74,9 @@ type walker struct {
 	file     string
 	problems []Problem
 	warnings []Problem
+	// unsetEnv collects the names an `environment` wrote without a value
+	// that nothing sets (fromEnvironment): they unset env_file's value.
+	unsetEnv map[string]bool
 	// applyEnv and dotEnv are the interpolation sources (Options.Env, the
 	// .env file); dir is the project directory, "" when files may not be
 	// read.
