@@ -66,6 +66,49 @@ func expand(argv []string, vars map[string]string) []string {
 	return out
 }
 
+// shellOperators are words a shell would act on that splitCommand passes
+// to the program as arguments.
+var shellOperators = map[string]bool{"&&": true, "||": true, "|": true, ";": true, "&": true,
+	">": true, ">>": true, "<": true, "2>": true, "2>&1": true, "&>": true}
+
+// shellOperator returns the first word of s, written without quotes, that
+// is a shell operator ("" when none): `./migrate && exec ./serve` runs no
+// shell, so its author most likely meant ["sh", "-c", "..."].
+func shellOperator(s string) string {
+	var cur strings.Builder
+	plain := true // no quote or backslash in the word so far
+	word := func() string {
+		w, p := cur.String(), plain
+		cur.Reset()
+		plain = true
+		if p && shellOperators[w] {
+			return w
+		}
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r':
+			if op := word(); op != "" {
+				return op
+			}
+		case '\'', '"':
+			plain = false
+			end := strings.IndexByte(s[i+1:], c)
+			if end < 0 {
+				return "" // splitCommand reports it
+			}
+			i += end + 1
+		case '\\':
+			plain = false
+			i++
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	return word()
+}
+
 // splitCommand splits a command string the way a POSIX shell splits words,
 // without any expansion: blanks separate words; '...' is literal; "..."
 // allows \" \\ \$ \` escapes; a backslash outside quotes escapes the next

@@ -793,3 +793,31 @@ func TestDeployModeGlobalIsOneInstanceInAnyOrder(t *testing.T) {
 		}
 	}
 }
+
+// SVC-1: a command string runs no shell; a shell operator written in one
+// unquoted is passed to the program, so the parse warns, naming it. Quoted,
+// it is an argument on purpose and says nothing.
+func TestCommandStringWithAShellOperatorWarns(t *testing.T) {
+	for body, want := range map[string]string{
+		`command: ./migrate && exec ./serve`: `"&&"`,
+		`command: ./serve > /tmp/log`:        `">"`,
+		`command: "echo 'a && b' \"c | d\""`: "",
+		`command: [sh, -c, "a && b"]`:        "",
+		`command: grep -e "x" file`:          "",
+	} {
+		_, ps, warns := parseAll(t, stackYAML(body, false), Options{})
+		if len(ps) != 0 {
+			t.Errorf("%s: problems %v", body, ps)
+			continue
+		}
+		var got string
+		for _, w := range warns {
+			if strings.Contains(w.Msg, "runs no shell") {
+				got = w.Msg
+			}
+		}
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%s: warning %q, want one naming %s", body, got, want)
+		}
+	}
+}

@@ -144,6 +144,9 @@ func (w *walker) command(n *yaml.Node, path string) []string {
 			w.problem(r, path, ErrValue, "%v", err)
 			return nil
 		}
+		if op := shellOperator(s); op != "" {
+			w.warn(r, path, "%s is passed to the program as an argument: a command string runs no shell (as in Compose); write [sh, -c, \"...\"] to run one", quote(op))
+		}
 		argv = words
 	} else {
 		var ok bool
