@@ -461,3 +461,28 @@ func TestSVC5ApplyOfTheSameFileSaysNothingChanged(t *testing.T) {
 		t.Errorf("apply of a changed stack: %d %s\n%s", code, errs, out)
 	}
 }
+
+// SVC-5: Ctrl-C during apply --wait ends the wait, not the rollout, and
+// says so (it printed a bare "context canceled").
+func TestSVC5ApplyWaitInterruptedSaysTheRolloutGoesOn(t *testing.T) {
+	gone := make(chan struct{})
+	f := &controltest.Fake{ApplyFunc: func(_ control.ApplyArgs, progress func(control.ApplyProgress) error) (control.ApplyResult, error) {
+		defer close(gone)
+		for {
+			if err := progress(control.ApplyProgress{}); err != nil {
+				return control.ApplyResult{}, err // the client went away
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}}
+	sock := daemonFake(t, f)
+	file := filepath.Join(t.TempDir(), "web.yaml")
+	os.WriteFile(file, []byte("services:\n  api:\n    command: [sleep, inf]\n"), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, errs, code := cliContext(ctx, t, sock, "", io.Discard, "apply", "--wait", file)
+	if code != 1 || !strings.Contains(errs, "interrupted") || !strings.Contains(errs, "goes on") || strings.Contains(errs, "context canceled") {
+		t.Errorf("interrupted apply --wait: exit %d, %q", code, errs)
+	}
+	<-gone
+}

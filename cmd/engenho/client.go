@@ -123,10 +123,17 @@ func withClient(cmd *cobra.Command, fn func(s *session) error) error {
 		if errors.As(err, &coded) {
 			return err
 		}
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return failure(errInterrupted)
+		}
 		return failure(err)
 	}
 	return nil
 }
+
+// errInterrupted is what a command interrupted by Ctrl-C (or SIGTERM)
+// says: the client stopped, the daemon did not.
+var errInterrupted = errors.New("interrupted: this command stopped waiting; what the daemon had accepted goes on (engenho status shows where it is)")
 
 // printJSON writes v as one line of JSON.
 func printJSON(w io.Writer, v any) error {
