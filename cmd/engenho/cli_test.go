@@ -19,6 +19,7 @@ import (
 
 	"github.com/engenho/engenho/actors/supervise"
 	"github.com/engenho/engenho/configs/stackfile"
+	"github.com/engenho/engenho/drivers/clock"
 	"github.com/engenho/engenho/messages"
 	"github.com/engenho/engenho/runtime/control"
 	"github.com/engenho/engenho/runtime/control/controltest"
@@ -485,4 +486,57 @@ func TestSVC5ApplyWaitInterruptedSaysTheRolloutGoesOn(t *testing.T) {
 		t.Errorf("interrupted apply --wait: exit %d, %q", code, errs)
 	}
 	<-gone
+}
+
+// slowYes answers "yes" on its first read after moving the clock past the
+// socket's idle timeout: an operator who read the plan for a long while.
+type slowYes struct {
+	clk  *clock.Fake
+	past time.Duration
+	done bool
+}
+
+func (r *slowYes) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	r.done = true
+	r.clk.Advance(r.past)
+	return copy(p, "yes\n"), nil
+}
+
+// DMN-14: a reinit confirmed after longer than the socket's idle timeout
+// still happens: the request goes on a new connection (the epoch guards
+// it), where the idle timeout cut it off before.
+func TestDMN14ReinitConfirmedAfterTheIdleTimeout(t *testing.T) {
+	f := &controltest.Fake{
+		EpochResult:  control.EpochResult{State: lifecycle.State{Name: lifecycle.Stopped, Epoch: 7}, Epoch: 7, Allowed: true, Moves: []string{"/d/journal"}, Attic: "/d/attic"},
+		ReinitResult: control.ReinitResult{What: "journal", Moved: []string{"/d/attic/x/journal"}},
+	}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "engenho.sock")
+	srv, err := control.NewServer(control.Options{Path: sock, Handler: f, IdleTimeout: time.Minute, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Serve(); close(done) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	was := isTerminal
+	isTerminal = func(io.Reader) bool { return true }
+	t.Cleanup(func() { isTerminal = was })
+
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetIn(&slowYes{clk: clk, past: 2 * time.Minute})
+	root.SetArgs([]string{"--socket", sock, "reinit", "journal"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("reinit confirmed after the idle timeout: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "reinit journal done") {
+		t.Fatalf("output:\n%s", out.String())
+	}
 }

@@ -99,6 +99,7 @@ func jsonOutput(cmd *cobra.Command) bool {
 type session struct {
 	ctx  context.Context
 	c    *control.Client
+	sock string // where c was dialled, to dial again after a long pause
 	out  io.Writer
 	json bool
 }
@@ -117,7 +118,7 @@ func withClient(cmd *cobra.Command, fn func(s *session) error) error {
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s := &session{ctx: ctx, c: c, out: cmd.OutOrStdout(), json: jsonOutput(cmd)}
+	s := &session{ctx: ctx, c: c, sock: socketPath(cmd), out: cmd.OutOrStdout(), json: jsonOutput(cmd)}
 	if err := fn(s); err != nil {
 		var coded *exitError
 		if errors.As(err, &coded) {

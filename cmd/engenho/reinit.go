@@ -66,12 +66,19 @@ func runReinit(s *session, what string, yes bool, in io.Reader, prompt io.Writer
 	if !ep.Allowed {
 		return fmt.Errorf("reinit %s refused: %s", what, ep.Reason)
 	}
+	c := s.c
 	if !yes {
 		if err := confirm(in, prompt, isTerminal(in)); err != nil {
 			return err
 		}
+		// The operator may have read for longer than the socket's idle
+		// timeout: ask on a new connection (the epoch still guards).
+		if c, err = control.Dial(s.sock); err != nil {
+			return err
+		}
+		defer c.Close()
 	}
-	res, err := s.c.Reinit(s.ctx, control.ReinitArgs{What: what, Epoch: ep.Epoch})
+	res, err := c.Reinit(s.ctx, control.ReinitArgs{What: what, Epoch: ep.Epoch})
 	if err != nil {
 		return err
 	}
