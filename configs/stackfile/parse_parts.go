@@ -74,8 +74,14 @@ func parseShortPort(s string) (Port, error) {
 		}
 	}
 	parts := strings.Split(spec, ":")
+	if hostIP == "" && len(parts) > 3 && validIP(strings.Join(parts[:len(parts)-2], ":")) {
+		return Port{}, errors.New("an IPv6 host address goes in brackets: [IPV6]:PUBLISHED:TARGET, got " + strconv.Quote(s))
+	}
 	if hostIP == "" && len(parts) == 3 {
 		hostIP, parts = parts[0], parts[1:]
+	}
+	if len(parts) == 2 && parts[0] == "" {
+		return Port{}, errors.New("a random published port (HOST_IP::TARGET) is not supported: give the port to publish, got " + strconv.Quote(s))
 	}
 	port := Port{Protocol: "tcp", HostIP: hostIP}
 	var err error
@@ -127,7 +133,10 @@ func (w *walker) portLong(n *yaml.Node, path string) (Port, bool) {
 			var s string
 			if s, ok = w.str(e.vn, e.path); ok {
 				var err error
-				if port.Published, err = portNumber(s); err != nil {
+				if strings.Contains(s, "-") {
+					w.problem(e.vn, e.path, ErrValue, "port ranges are not supported, got %s", quote(s))
+					ok = false
+				} else if port.Published, err = portNumber(s); err != nil {
 					w.problem(e.vn, e.path, ErrValue, "%v", err)
 					ok = false
 				}
