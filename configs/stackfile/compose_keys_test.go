@@ -821,3 +821,41 @@ func TestCommandStringWithAShellOperatorWarns(t *testing.T) {
 		}
 	}
 }
+
+// SVC-1: a ${VAR} in an env file is looked up in the apply environment and
+// .env first, then in the service's own environment (Compose's order), and
+// never in a secret's value.
+func TestEnvFileLooksUpTheServiceEnvironment(t *testing.T) {
+	st, err := parseDir(t, map[string]string{"a.env": "URL=http://${HOST}/\nTOKEN_COPY=${TOKEN}\n"},
+		stackYAML("env_file: a.env\nenvironment:\n  HOST: db\n  TOKEN: {value: s3cret, secret: true}", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := st.Services["api"].Env
+	if got := env["URL"].value; got != "http://db/" {
+		t.Errorf("URL = %q, want http://db/ (HOST from environment)", got)
+	}
+	if got := env["TOKEN_COPY"].value; got == "s3cret" {
+		t.Errorf("TOKEN_COPY took the secret's value")
+	}
+	st, err = parseDirEnv(t, map[string]string{"a.env": "URL=http://${HOST}/\n"}, stackYAML("env_file: a.env\nenvironment: {HOST: db}", true),
+		map[string]string{"HOST": "from-shell"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Services["api"].Env["URL"].value; got != "http://from-shell/" {
+		t.Errorf("URL = %q, want the apply environment's HOST first", got)
+	}
+}
+
+// parseDirEnv is parseDir with an apply environment.
+func parseDirEnv(t *testing.T, files map[string]string, src string, env map[string]string) (*Stack, error) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ParseWith(filepath.Join(dir, "t.yaml"), []byte(src), Options{Dir: dir, Env: env})
+}

@@ -163,7 +163,7 @@ func envFileProblem(err error) string {
 // envFiles reads `env_file`: a path or a list of paths or {path, required,
 // format}, relative to the project directory. Later files override
 // earlier ones; `environment` overrides them all (Compose's precedence).
-func (w *walker) envFiles(n *yaml.Node, path string) Env {
+func (w *walker) envFiles(n *yaml.Node, path string, lookup dotenv.LookupFn) Env {
 	r := w.resolve(n, path)
 	if r == nil {
 		return nil
@@ -184,7 +184,7 @@ func (w *walker) envFiles(n *yaml.Node, path string) Env {
 		if !ok {
 			continue
 		}
-		w.readEnvFileInto(env, item, itemPath, file, required, raw)
+		w.readEnvFileInto(env, item, itemPath, file, required, raw, lookup)
 	}
 	return env
 }
@@ -247,12 +247,12 @@ func (w *walker) envFilePathOK(n *yaml.Node, path, file string) bool {
 	return true
 }
 
-func (w *walker) readEnvFileInto(env Env, n *yaml.Node, path, file string, required, raw bool) {
+func (w *walker) readEnvFileInto(env Env, n *yaml.Node, path, file string, required, raw bool, lookup dotenv.LookupFn) {
 	full := file
 	if !filepath.IsAbs(full) {
 		full = filepath.Join(w.dir, file)
 	}
-	vars, err := readEnvFile(full, w.lookup, raw)
+	vars, err := readEnvFile(full, lookup, raw)
 	if errors.Is(err, fs.ErrNotExist) {
 		if required {
 			w.problem(n, path, ErrValue, "%s does not exist (write {path: %s, required: false} if it may be missing)", full, file)
@@ -275,15 +275,15 @@ func (w *walker) readEnvFileInto(env Env, n *yaml.Node, path, file string, requi
 // envKeys collects a service's `environment` (or its engenho spelling
 // `env`, one of the two) and `env_file`.
 type envKeys struct {
-	given    *entry // environment or env, whichever came first
-	env      Env
-	fromFile Env
-	unset    map[string]bool // written bare and set nowhere: unset (Compose)
+	given *entry // environment or env, whichever came first
+	env   Env
+	file  *entry          // env_file, read once environment is known
+	unset map[string]bool // written bare and set nowhere: unset (Compose)
 }
 
 func (k *envKeys) read(w *walker, e entry) {
 	if e.key == "env_file" {
-		k.fromFile = w.envFiles(e.vn, e.path)
+		k.file = &e
 		return
 	}
 	if k.given != nil {
@@ -299,13 +299,24 @@ func (k *envKeys) read(w *walker, e entry) {
 // merged is env_file's variables overridden by environment's; a name
 // environment wrote bare and nothing sets is unset, whatever env_file
 // says (Compose: environment wins "even if those values are empty or
-// undefined").
-func (k *envKeys) merged() Env {
-	if k.fromFile == nil {
+// undefined"). A ${VAR} in an env file is looked up in the apply
+// environment and .env, then in environment's own values (as Compose
+// does), a secret's never.
+func (k *envKeys) merged(w *walker) Env {
+	if k.file == nil {
 		return k.env
 	}
+	fromFile := w.envFiles(k.file.vn, k.file.path, func(name string) (string, bool) {
+		if v, ok := w.lookup(name); ok {
+			return v, true
+		}
+		if v, ok := k.env[name]; ok && !v.secret {
+			return v.value, true
+		}
+		return "", false
+	})
 	out := Env{}
-	for n, v := range k.fromFile {
+	for n, v := range fromFile {
 		if !k.unset[n] {
 			out[n] = v
 		}
