@@ -540,3 +540,25 @@ func TestDMN14ReinitConfirmedAfterTheIdleTimeout(t *testing.T) {
 		t.Fatalf("output:\n%s", out.String())
 	}
 }
+
+// DMN-12: a request larger than the client's old 1 MiB default reaches a
+// daemon whose control.max_request allows it; the daemon's limit is the
+// one that counts.
+func TestDMN12TheDaemonsMaxRequestCounts(t *testing.T) {
+	f := &controltest.Fake{ApplyResult: control.ApplyResult{Stacks: []control.StackPlan{{Stack: "web"}}}}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "engenho.sock")
+	srv, err := control.NewServer(control.Options{Path: sock, Handler: f, MaxRequest: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Serve(); close(done) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	file := filepath.Join(dir, "web.yaml")
+	big := "services:\n  api:\n    command: [sleep, inf]\n# " + strings.Repeat("x", 1536<<10) + "\n"
+	os.WriteFile(file, []byte(big), 0o600)
+	if _, errs, code := cli(t, sock, "", "apply", file); code != 0 {
+		t.Fatalf("a 1.5 MiB apply to a daemon allowing 4 MiB: exit %d %s", code, errs)
+	}
+}

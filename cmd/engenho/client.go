@@ -107,7 +107,9 @@ type session struct {
 // withClient dials the daemon and runs fn; Ctrl-C cancels ctx. Any error
 // fn returns exits 1 unless it already carries a code.
 func withClient(cmd *cobra.Command, fn func(s *session) error) error {
-	c, err := control.Dial(socketPath(cmd))
+	// The daemon's control.max_request (4KiB..64MiB) is the limit that
+	// counts: the client sends up to the largest it may be set to.
+	c, err := control.DialWith(socketPath(cmd), control.ClientOptions{MaxRequest: clientMaxRequest})
 	if err != nil {
 		return failure(err)
 	}
@@ -131,6 +133,9 @@ func withClient(cmd *cobra.Command, fn func(s *session) error) error {
 	}
 	return nil
 }
+
+// clientMaxRequest is the largest control.max_request a daemon accepts.
+const clientMaxRequest = 64 << 20
 
 // errInterrupted is what a command interrupted by Ctrl-C (or SIGTERM)
 // says: the client stopped, the daemon did not.

@@ -115,7 +115,7 @@ func (c *conn) readLoop() *Error {
 	for {
 		line, err := readLine(r, c.srv.opts.MaxRequest, buf[:0])
 		if errors.Is(err, errTooLarge) {
-			return Errorf(CodeTooLarge, "request line exceeds %d bytes; closing the connection", c.srv.opts.MaxRequest)
+			return Errorf(CodeTooLarge, "request line exceeds %d bytes (the daemon's control.max_request); closing the connection", c.srv.opts.MaxRequest)
 		}
 		if err != nil {
 			// EOF (a half-written last line is dropped: it affects
