@@ -434,6 +434,9 @@ func (h *handler) Logs(ctx context.Context, args control.LogsArgs, send func(con
 		if svc.FailureOutput != "" {
 			return control.LogsResult{}, send(control.LogChunk{Text: svc.FailureOutput + "\n"})
 		}
+		if args.Slot == 0 {
+			return control.LogsResult{}, control.Errorf(control.CodeNotFound, "%s/%s has no replica now (engenho status %s/%s says why)", args.Stack, args.Service, args.Stack, args.Service)
+		}
 		return control.LogsResult{}, control.Errorf(control.CodeNotFound, "no replica of %s/%s in slot %d", args.Stack, args.Service, args.Slot)
 	}
 	if args.Follow && len(reps) > 1 {
