@@ -36,6 +36,14 @@ var engenhoRef = regexp.MustCompile(`^\$\{?ENGENHO_[A-Za-z0-9_]*\}?$`)
 // plainRef is a reference without a modifier: $NAME or ${NAME}.
 var plainRef = regexp.MustCompile(`^\$\{?([_A-Za-z][_A-Za-z0-9]*)\}?$`)
 
+// defaultRef is ${NAME:-default} or ${NAME-default}; innerRef a plain
+// reference inside the default ($NAME or ${NAME}; one with a modifier of
+// its own says what it becomes unset).
+var (
+	defaultRef = regexp.MustCompile(`^\$\{([_A-Za-z][_A-Za-z0-9]*)(:?-)(.*)\}$`)
+	innerRef   = regexp.MustCompile(`\$(?:\{([_A-Za-z][_A-Za-z0-9]*)\}|([_A-Za-z][_A-Za-z0-9]*))`)
+)
+
 // interpolate substitutes every scalar value under n in place. Aliases
 // are skipped: the anchored node is substituted where it is written.
 func (w *walker) interpolate(n *yaml.Node, path string) {
@@ -76,6 +84,7 @@ func (w *walker) interpolateScalar(n *yaml.Node, path string) {
 				unset = append(unset, ref[1])
 			}
 		}
+		unset = append(unset, unsetInDefault(sub, m)...)
 		return template.DefaultReplacementFunc(sub, m, cfg)
 	}
 	out, err := template.SubstituteWithOptions(n.Value, w.lookup, template.WithoutLogging, template.WithReplacementFunction(replace))
@@ -99,6 +108,27 @@ func (w *walker) interpolateScalar(n *yaml.Node, path string) {
 			n.Tag = "!!str"
 		}
 	}
+}
+
+// unsetInDefault lists the variables a default that is used refers to and
+// nothing sets: ${X:-$Y} with X and Y unset is "" as surely as $Y alone.
+func unsetInDefault(sub string, m template.Mapping) []string {
+	ref := defaultRef.FindStringSubmatch(sub)
+	if ref == nil || !strings.Contains(ref[3], "$") {
+		return nil
+	}
+	v, set := m(ref[1])
+	if set && (ref[2] == "-" || v != "") {
+		return nil // the default is not used
+	}
+	var out []string
+	for _, inner := range innerRef.FindAllStringSubmatch(strings.ReplaceAll(ref[3], "$$", ""), -1) {
+		name := inner[1] + inner[2]
+		if _, ok := m(name); !ok && !strings.HasPrefix(name, "ENGENHO_") {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // interpolationProblem says what is wrong without quoting a value (it may

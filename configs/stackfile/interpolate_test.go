@@ -2,8 +2,10 @@ package stackfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -328,5 +330,35 @@ func TestEnvFileNotRegular(t *testing.T) {
 	_, err := ParseWith("s.yaml", []byte(stackYAML("command: run\nenv_file: pipe.env", false)), Options{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "pipe.env:1: not a regular file") {
 		t.Errorf("a FIFO env_file: %v", err)
+	}
+}
+
+// SVC-1: a default that is used and refers to an unset variable warns, as
+// a plain reference does (${X:-$Y} with both unset is ""); one whose inner
+// reference has a default of its own, or whose outer variable is set, or a
+// literal $$, does not.
+func TestInterpolationWarnsOfAnUnsetVariableInADefault(t *testing.T) {
+	cases := map[string][]string{
+		`"${X:-$Y}"`:      {"Y"},
+		`"${X-${Y}}"`:     {"Y"},
+		`"${X:-a-$Y-$Z}"`: {"Y", "Z"},
+		`"${X:-${Y:-z}}"`: nil,
+		`"${SET:-$Y}"`:    nil,
+		`"${X:-$$Y}"`:     nil,
+		`"${X:-$SET}"`:    nil,
+	}
+	for value, want := range cases {
+		_, _, warns := parseAll(t, stackYAML("environment: {A: "+value+"}", true), Options{Env: map[string]string{"SET": "1"}})
+		var got []string
+		for _, w := range warns {
+			var name string
+			if _, err := fmt.Sscanf(w.Msg, "variable %s is not set", &name); err == nil {
+				got = append(got, name)
+			}
+		}
+		sort.Strings(got)
+		if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("A: %s: warned of %v, want %v", value, got, want)
+		}
 	}
 }
