@@ -54,6 +54,25 @@ with --json each refresh is one line of JSON.`,
 	})
 }
 
+// redialAfter: refreshes this far apart each ask on a new connection, so
+// the socket's idle timeout (control.idle_timeout, 5m by default) never
+// closes the one top holds while it waits.
+const redialAfter = time.Minute
+
+// topStatus asks for the status on s's connection, or, with fresh, on a
+// new one.
+func topStatus(s *session, filter control.StatusArgs, fresh bool) (control.StatusResult, error) {
+	if !fresh {
+		return s.c.Status(s.ctx, filter)
+	}
+	c, err := control.Dial(s.sock)
+	if err != nil {
+		return control.StatusResult{}, err
+	}
+	defer c.Close()
+	return c.Status(s.ctx, filter)
+}
+
 // topRow is one running replica in `engenho top`.
 type topRow struct {
 	Stack    string                `json:"stack"`
@@ -66,8 +85,8 @@ type topRow struct {
 
 func runTop(s *session, filter control.StatusArgs, once bool, every time.Duration) error {
 	clear := !s.json && outputTerminal(s.out)
-	for {
-		res, err := s.c.Status(s.ctx, filter)
+	for first := true; ; first = false {
+		res, err := topStatus(s, filter, !first && every >= redialAfter)
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil // Ctrl-C
