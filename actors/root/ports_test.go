@@ -128,3 +128,19 @@ func TestSVC22APortTakenByAnotherIsTriedAgain(t *testing.T) {
 		return ok && e.tree.Converged("web") && len(rot) == 2
 	})
 }
+
+// SVC-22: a listener of this service's name that its definition does not
+// publish (left by an earlier incarnation of the actor) is closed when the
+// service opens its ports.
+func TestSVC22AStaleListenerOfTheServiceIsClosed(t *testing.T) {
+	e := newEnv(t)
+	if err := e.tree.Ports.Listen("web/api/19999", "0.0.0.0:19999"); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(webPorts)
+	e.until("converged on 18080, 19999 closed", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18080")
+		_, stale := e.tree.Ports.Rotation("web/api/19999")
+		return ok && !stale && e.tree.Converged("web") && len(rot) == 2
+	})
+}

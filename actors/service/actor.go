@@ -47,6 +47,8 @@ type Ports interface {
 	Drain(name, id string, timeout time.Duration) <-chan struct{}
 	// Close closes name's listener and its connections.
 	Close(name string) error
+	// Names lists the listeners whose names start with prefix.
+	Names(prefix string) []string
 }
 
 // Backend is one in-rotation replica behind a published port.

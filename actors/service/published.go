@@ -24,11 +24,14 @@ func (a *Actor) openPorts() {
 		if b, ok := bindingOf(next, old.name); ok && b.listen == old.listen {
 			continue
 		}
-		if err := a.env.Ports.Close(old.name); err != nil {
-			a.h.Log().Warn().Err(err).Str("port", old.name).Msg("closing a port no longer published")
+		a.closePort(old.name)
+	}
+	// A listener an earlier incarnation of this actor left, for a port the
+	// definition it now has no longer publishes.
+	for _, name := range a.env.Ports.Names(fmt.Sprintf("%s/%s/", a.stack, a.name)) {
+		if _, ok := bindingOf(next, name); !ok {
+			a.closePort(name)
 		}
-		delete(a.rotation, old.name)
-		delete(a.applied, old.name)
 	}
 	a.ports = next
 	a.listenPorts()
@@ -73,6 +76,15 @@ func (a *Actor) portsListening() {
 	if d := strings.Join(down, "; "); d != a.s.PortsDown {
 		a.feed(PortsListening{Down: d})
 	}
+}
+
+// closePort closes a listener this service no longer publishes.
+func (a *Actor) closePort(name string) {
+	if err := a.env.Ports.Close(name); err != nil {
+		a.h.Log().Warn().Err(err).Str("port", name).Msg("closing a port no longer published")
+	}
+	delete(a.rotation, name)
+	delete(a.applied, name)
 }
 
 func bindingOf(list []portBinding, name string) (portBinding, bool) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -186,6 +187,20 @@ func (b *Balancer) Stats(name string) (PortStats, bool) {
 		return PortStats{}, false
 	}
 	return p.stats(), true
+}
+
+// Names lists the ports whose names start with prefix, sorted.
+func (b *Balancer) Names(prefix string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for name := range b.ports {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // AllStats returns every port's counters, by name.

@@ -101,3 +101,16 @@ func TestSVC16ARetiredBackendIsNotRevived(t *testing.T) {
 	held.waitClosed(t)
 	waitChan(t, "the drain to finish", drained)
 }
+
+// Names lists the ports under a prefix, sorted, and no other.
+func TestNamesByPrefix(t *testing.T) {
+	b, _, _ := newTestBalancer(t) // listens as "p"
+	for _, name := range []string{"web/api/2", "web/api/1", "web/apix/1"} {
+		if err := b.Listen(name, "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := b.Names("web/api/"); len(got) != 2 || got[0] != "web/api/1" || got[1] != "web/api/2" {
+		t.Fatalf("Names(web/api/) = %v", got)
+	}
+}

@@ -3,6 +3,8 @@ package treetest
 import (
 	"fmt"
 	"net"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,6 +122,20 @@ func (p *Ports) Close(name string) error {
 	delete(p.listening, name)
 	delete(p.rotation, name)
 	return nil
+}
+
+// Names lists the listening names that start with prefix, sorted.
+func (p *Ports) Names(prefix string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for name := range p.listening {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Rotation returns a copy of name's rotation and whether name listens.
