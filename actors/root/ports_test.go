@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engenho/engenho/messages"
 )
@@ -143,4 +144,34 @@ func TestSVC22AStaleListenerOfTheServiceIsClosed(t *testing.T) {
 		_, stale := e.tree.Ports.Rotation("web/api/19999")
 		return ok && !stale && e.tree.Converged("web") && len(rot) == 2
 	})
+}
+
+// SVC-22, SVC-16: a removed service whose port was down does not take it
+// when it frees up: the retry ends with the service.
+func TestSVC22ARemovedServiceDoesNotRetryItsPort(t *testing.T) {
+	e := newEnv(t)
+	if err := e.tree.Ports.Listen("squatter", "0.0.0.0:18080"); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(webPorts)
+	e.until("the port is down", func() bool {
+		return strings.Contains(e.tree.Service("web", "api").Message, "not listening")
+	})
+	e.tree.Send(messages.RemoveStack{Stack: "web"})
+	e.until("the service is gone", func() bool {
+		_, ok := e.tree.Board.Service("web", "api")
+		return !ok
+	})
+	if err := e.tree.Ports.Close("squatter"); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 { // 10s of the fake clock: two retry periods
+		e.clk.Advance(100 * time.Millisecond)
+	}
+	if _, ok := e.tree.Ports.Rotation("web/api/18080"); ok {
+		t.Fatal("the removed service took its port again")
+	}
+	if _, ok := e.tree.Board.Service("web", "api"); ok {
+		t.Fatal("the removed service is back on the board")
+	}
 }

@@ -296,8 +296,10 @@ func (a *Actor) timer(m messages.Timer) {
 		return
 	}
 	if m.Name == listenTimer {
-		a.updateRotation() // listens first
-		a.publish()
+		if !a.s.Removed { // removed: its ports are closed for good
+			a.updateRotation() // listens first
+			a.publish()
+		}
 		return
 	}
 	a.feed(Fired{Timer: m.Name})

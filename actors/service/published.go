@@ -42,6 +42,9 @@ func (a *Actor) openPorts() {
 // core's PortsDown makes the service failing while any lasts, and
 // listenTimer tries again every portsRetry.
 func (a *Actor) listenPorts() {
+	if a.s.Removed {
+		return // shutdown closed them; a pass after it must not reopen one
+	}
 	defer a.portsListening()
 	for i := range a.ports {
 		b := &a.ports[i]

@@ -20,6 +20,10 @@ import (
 	"github.com/engenho/engenho/runtime/journal"
 )
 
+// applyBound bounds the recording of an apply whose files were vetted:
+// the driver validation it repeats, against a driver that hangs.
+const applyBound = time.Minute
+
 // Apply parses and validates every file first, and answers with every
 // problem of every file at once: one bad file refuses the whole request
 // and nothing changes (SVC-1, SVC-2). Then each stack is recorded (SVC-5);
@@ -58,10 +62,13 @@ func (h *handler) Apply(ctx context.Context, args control.ApplyArgs, progress fu
 			notes[i] = []string{note}
 		}
 	}
-	// From the first record on, the request completes whether or not the
-	// client stays: a client gone between two stacks must not leave the
-	// first applied and the second refused (control.Handler).
-	change := context.WithoutCancel(ctx)
+	// Every file is vetted: from here the request completes whether or not
+	// the client stays, so a client gone between two stacks does not leave
+	// the first applied and the second refused (control.Handler). A driver
+	// that hangs still cannot hold the deployer (and the daemon's exit)
+	// for longer than applyBound.
+	change, cancel := context.WithTimeout(context.WithoutCancel(ctx), applyBound)
+	defer cancel()
 	for i, st := range stacks {
 		before, _, _ := rt.journal.Stack(st.Name)
 		applied, err := rt.deployer.Apply(change, st, sources[i], args.DryRun, &by)
