@@ -3,9 +3,11 @@ package root_test
 import (
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/engenho/engenho/actors/service"
 	"github.com/engenho/engenho/messages"
 )
 
@@ -173,5 +175,38 @@ func TestSVC22ARemovedServiceDoesNotRetryItsPort(t *testing.T) {
 	}
 	if _, ok := e.tree.Board.Service("web", "api"); ok {
 		t.Fatal("the removed service is back on the board")
+	}
+}
+
+// SVC-22, SVC-12: a rollout that changes a published port's target keeps
+// the old replicas in rotation on their old target until new ones serve:
+// the rotation is never empty on the way.
+func TestSVC22ATargetChangeKeepsTheOldReplicasInRotation(t *testing.T) {
+	e := newEnv(t)
+	e.apply(webPorts)
+	e.until("converged on 18080", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18080")
+		return ok && e.tree.Converged("web") && len(rot) == 2
+	})
+	v1 := e.tree.Service("web", "api").Revision
+	var mu sync.Mutex
+	emptied := 0
+	e.tree.Ports.OnSet(func(name string, backends []service.Backend, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if name == "web/api/18080" && err == nil && len(backends) == 0 {
+			emptied++
+		}
+	})
+	e.apply(strings.ReplaceAll(strings.ReplaceAll(webPorts, "18080:80", "18080:8000"), `"v1"`, `"v2"`))
+	e.until("converged on v2 with 2 in rotation", func() bool {
+		rot, ok := e.tree.Ports.Rotation("web/api/18080")
+		st := e.tree.Service("web", "api")
+		return ok && e.tree.Converged("web") && len(rot) == 2 && st.Revision != v1 && st.Rollout == nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if emptied > 0 {
+		t.Fatalf("the rotation was emptied %d times during the rollout", emptied)
 	}
 }

@@ -142,9 +142,10 @@ const (
 const listenTimer = "listen"
 
 type portBinding struct {
-	name   string
-	listen string
-	target int
+	name      string
+	listen    string
+	published int
+	target    int
 	// listenErr is the last failure to listen, "" while it listens: a
 	// port that cannot be had is tried again at every pass.
 	listenErr string
@@ -689,7 +690,7 @@ func (a *Actor) updateRotation() bool {
 			if !allowed[r.ID] {
 				continue
 			}
-			if addr := a.views[r.ID].Addresses[p.target]; addr != "" {
+			if addr := a.views[r.ID].Addresses[a.targetOf(r.Revision, p)]; addr != "" {
 				bs = append(bs, Backend{ID: r.ID, Addr: addr})
 				ids[r.ID] = true
 			}

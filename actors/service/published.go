@@ -21,7 +21,7 @@ func (a *Actor) openPorts() {
 	}
 	var next []portBinding
 	for _, p := range a.current.Definition.Published() {
-		next = append(next, portBinding{name: fmt.Sprintf("%s/%s/%d", a.stack, a.name, p.Published), listen: p.ListenAddr(), target: p.Target})
+		next = append(next, portBinding{name: fmt.Sprintf("%s/%s/%d", a.stack, a.name, p.Published), listen: p.ListenAddr(), published: p.Published, target: p.Target})
 	}
 	for _, old := range a.ports {
 		if b, ok := bindingOf(next, old.name); ok && b.listen == old.listen {
@@ -82,6 +82,20 @@ func (a *Actor) portsListening() {
 	if d := strings.Join(down, "; "); d != a.s.PortsDown {
 		a.feed(PortsListening{Down: d})
 	}
+}
+
+// targetOf is the port that published port p reaches on a replica of
+// revision rev: while a rollout changes it, the old revision's replicas
+// still serve on the old one.
+func (a *Actor) targetOf(rev string, p portBinding) int {
+	if rd, ok := a.defs[rev]; ok {
+		for _, q := range rd.def.Published() {
+			if q.Published == p.published {
+				return q.Target
+			}
+		}
+	}
+	return p.target
 }
 
 // closePort closes a listener this service no longer publishes.
