@@ -210,3 +210,39 @@ func TestSVC22ATargetChangeKeepsTheOldReplicasInRotation(t *testing.T) {
 		t.Fatalf("the rotation was emptied %d times during the rollout", emptied)
 	}
 }
+
+// SVC-22: two services of a stack that swap their published ports in one
+// apply hand them over: whichever hears first waits for the other (status
+// waiting, no deploy.failed), and both end up serving on their new ports.
+func TestSVC22TwoServicesSwapTheirPorts(t *testing.T) {
+	const before = `
+services:
+  api:
+    command: ["server", "v1"]
+    ports: ["18080:80"]
+  admin:
+    command: ["server", "v1"]
+    ports: ["18081:80"]
+`
+	e := newEnv(t)
+	e.apply(before)
+	e.until("both converged", func() bool {
+		_, a := e.tree.Ports.Rotation("web/api/18080")
+		_, b := e.tree.Ports.Rotation("web/admin/18081")
+		return a && b && e.tree.Converged("web")
+	})
+	after := strings.ReplaceAll(strings.ReplaceAll(before, "18080:80", "X"), "18081:80", "18080:80")
+	e.apply(strings.ReplaceAll(after, "X", "18081:80"))
+	e.until("swapped and converged", func() bool {
+		a, aok := e.tree.Ports.Rotation("web/api/18081")
+		b, bok := e.tree.Ports.Rotation("web/admin/18080")
+		return aok && bok && len(a) == 1 && len(b) == 1 && e.tree.Converged("web")
+	}, func() string {
+		return e.tree.Service("web", "api").Message + " | " + e.tree.Service("web", "admin").Message
+	})
+	for _, ev := range e.tree.Events.All() {
+		if ev.Kind == messages.KindDeployFailed {
+			t.Errorf("a hand-over was told as a failure: %s", ev.Message)
+		}
+	}
+}

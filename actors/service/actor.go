@@ -49,6 +49,8 @@ type Ports interface {
 	Close(name string) error
 	// Names lists the listeners whose names start with prefix.
 	Names(prefix string) []string
+	// Holder names the listener holding an address that overlaps addr.
+	Holder(addr string) (string, bool)
 }
 
 // Backend is one in-rotation replica behind a published port.
@@ -147,8 +149,12 @@ type portBinding struct {
 	published int
 	target    int
 	// listenErr is the last failure to listen, "" while it listens: a
-	// port that cannot be had is tried again at every pass.
+	// port that cannot be had is tried again at every pass. heldBy names
+	// the other service of this stack that holds its address, when one
+	// does: a hand-over under way (the other has not had its new
+	// definition yet), not a failure.
 	listenErr string
+	heldBy    string
 }
 
 // Produce returns the producer of a service actor; def is its first

@@ -124,8 +124,10 @@ type State struct {
 	InhibitedSince time.Time
 	Retirements    map[string]Retirement
 	// PortsDown says which published ports do not listen, and why; "" when
-	// all do (SVC-22). The service is failing while it is set.
-	PortsDown string
+	// all do (SVC-22). The service is failing while it is set, waiting when
+	// PortsHandOver says each is held by another service of the stack.
+	PortsDown     string
+	PortsHandOver bool
 }
 
 // Config is what the core takes from the service's latest definition

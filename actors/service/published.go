@@ -57,10 +57,11 @@ func (a *Actor) listenPorts() {
 		}
 		err := a.env.Ports.Listen(b.name, b.listen)
 		if err == nil {
-			b.listenErr = ""
+			b.listenErr, b.heldBy = "", ""
 			continue
 		}
-		if err.Error() != b.listenErr {
+		b.heldBy = a.sibling(b.listen)
+		if err.Error() != b.listenErr && b.heldBy == "" {
 			a.h.Log().Error().Err(err).Str("listen", b.listen).Msg("cannot listen on a published port; tried again at every pass")
 			supervise.Apply(a.h, a.shell, []step.Effect{step.Emit{Kind: messages.KindDeployFailed, Level: messages.LevelError, Message: err.Error()}})
 		}
@@ -68,19 +69,37 @@ func (a *Actor) listenPorts() {
 	}
 }
 
+// sibling names the service of this stack, other than this one, whose
+// listener holds addr ("" when none does).
+func (a *Actor) sibling(addr string) string {
+	holder, ok := a.env.Ports.Holder(addr)
+	if !ok || !strings.HasPrefix(holder, a.stack+"/") || strings.HasPrefix(holder, a.stack+"/"+a.name+"/") {
+		return ""
+	}
+	parts := strings.SplitN(holder, "/", 3)
+	return parts[0] + "/" + parts[1]
+}
+
 // portsListening tells the core which ports are down and arms the retry.
 func (a *Actor) portsListening() {
 	var down []string
+	handOver := true
 	for _, b := range a.ports {
-		if b.listenErr != "" {
+		switch {
+		case b.listenErr == "":
+		case b.heldBy != "":
+			down = append(down, fmt.Sprintf("published port %s: waiting for %s to let it go (tried again every %s)", b.listen, b.heldBy, portsRetry))
+		default:
+			handOver = false
 			down = append(down, fmt.Sprintf("published port %s not listening (%s); free the address or publish another port (tried again every %s)", b.listen, b.listenErr, portsRetry))
 		}
 	}
 	if len(down) > 0 && !a.timers.Armed(listenTimer) {
 		a.timers.Arm(listenTimer, a.h.Clock().Now().Add(portsRetry))
 	}
-	if d := strings.Join(down, "; "); d != a.s.PortsDown {
-		a.feed(PortsListening{Down: d})
+	d := strings.Join(down, "; ")
+	if d != a.s.PortsDown {
+		a.feed(PortsListening{Down: d, HandOver: d != "" && handOver})
 	}
 }
 

@@ -41,8 +41,12 @@ type RotationFailed struct{ Reason string }
 type RotationApplied struct{}
 
 // PortsListening: which published ports cannot listen, and why (Down);
-// "" when every one listens (SVC-22).
-type PortsListening struct{ Down string }
+// "" when every one listens (SVC-22). HandOver: each is held by another
+// service of the stack that will let it go (the service waits, not fails).
+type PortsListening struct {
+	Down     string
+	HandOver bool
+}
 
 // RecallRetirements gives the pending retirements the journal holds
 // (SVC-33), before the instances are adopted.
@@ -94,7 +98,7 @@ func stepRecovery(s State, e Event, now time.Time) (State, []step.Effect, bool) 
 		return s, []step.Effect{step.Emit{Kind: messages.KindPublicationRestored, Level: messages.LevelInfo,
 			Message: "a withdrawal succeeded; publishing again"}, Replan{}}, true
 	case PortsListening:
-		s.PortsDown = e.Down
+		s.PortsDown, s.PortsHandOver = e.Down, e.HandOver
 		return s, nil, true
 	case RecallRetirements:
 		for _, r := range e.Pending {

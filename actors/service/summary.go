@@ -200,6 +200,8 @@ func stateOf(s State, w worst, current, extra int, waitingFor string) (messages.
 		return messages.ServiceFailing, w.message()
 	case w.cond == slotBackoff:
 		return messages.ServiceBackoff, w.message()
+	case s.PortsDown != "" && s.PortsHandOver:
+		return messages.ServiceWaiting, s.PortsDown
 	case s.PortsDown != "":
 		return messages.ServiceFailing, s.PortsDown
 	case current == s.Target.Replicas && extra == 0:

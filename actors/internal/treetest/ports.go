@@ -124,6 +124,19 @@ func (p *Ports) Close(name string) error {
 	return nil
 }
 
+// Holder names the listener on exactly addr (the in-memory Ports knows no
+// overlap of wildcards).
+func (p *Ports) Holder(addr string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, at := range p.listening {
+		if at == addr {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // Names lists the listening names that start with prefix, sorted.
 func (p *Ports) Names(prefix string) []string {
 	p.mu.Lock()
