@@ -838,6 +838,15 @@ func TestEnvFileLooksUpTheServiceEnvironment(t *testing.T) {
 	if got := env["TOKEN_COPY"].value; got == "s3cret" {
 		t.Errorf("TOKEN_COPY took the secret's value")
 	}
+	// SEC-2: a variable secret_env makes secret is not copied either.
+	st, err = parseDir(t, map[string]string{"a.env": "DSN=pg://u:${DB_PASSWORD}@db/x\n"},
+		stackYAML("env_file: a.env\nenvironment:\n  DB_PASSWORD: hunter2\nx-engenho:\n  secret_env: [DB_PASSWORD]", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dsn := st.Services["api"].Env["DSN"]; strings.Contains(dsn.value, "hunter2") {
+		t.Errorf("DSN = %q took secret_env's value as a plain variable", dsn.value)
+	}
 	st, err = parseDirEnv(t, map[string]string{"a.env": "URL=http://${HOST}/\n"}, stackYAML("env_file: a.env\nenvironment: {HOST: db}", true),
 		map[string]string{"HOST": "from-shell"})
 	if err != nil {

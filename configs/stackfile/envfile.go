@@ -301,16 +301,21 @@ func (k *envKeys) read(w *walker, e entry) {
 // says (Compose: environment wins "even if those values are empty or
 // undefined"). A ${VAR} in an env file is looked up in the apply
 // environment and .env, then in environment's own values (as Compose
-// does), a secret's never.
-func (k *envKeys) merged(w *walker) Env {
+// does), a secret's never: neither one written {value, secret: true} nor
+// one secret_env names (secrets, marked after this).
+func (k *envKeys) merged(w *walker, secretEnv []keyAt) Env {
 	if k.file == nil {
 		return k.env
+	}
+	secret := map[string]bool{}
+	for _, s := range secretEnv {
+		secret[s.name] = true
 	}
 	fromFile := w.envFiles(k.file.vn, k.file.path, func(name string) (string, bool) {
 		if v, ok := w.lookup(name); ok {
 			return v, true
 		}
-		if v, ok := k.env[name]; ok && !v.secret {
+		if v, ok := k.env[name]; ok && !v.secret && !secret[name] {
 			return v.value, true
 		}
 		return "", false

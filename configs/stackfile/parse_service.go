@@ -70,7 +70,7 @@ func (w *walker) service(name string, n *yaml.Node, path string) Service {
 			}
 		}
 	}
-	svc.Env = envs.merged(w)
+	svc.Env = envs.merged(w, secretEnv)
 	w.finishCompose(&svc, &compose, path)
 	w.mergeResources(&svc, res)
 	if svc.Hibernate != nil && !graceSet {
