@@ -246,3 +246,18 @@ services:
 		}
 	}
 }
+
+// SVC-22: a listener of the service's port left on another host address
+// (an earlier incarnation's, before a change of host_ip) is closed and the
+// port opened on the address the definition asks for.
+func TestSVC22AStaleListenerOnAnotherAddressIsReplaced(t *testing.T) {
+	e := newEnv(t)
+	if err := e.tree.Ports.Listen("web/api/18080", "127.0.0.1:18080"); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(webPorts) // publishes 18080 on 0.0.0.0
+	e.until("listening on 0.0.0.0:18080", func() bool {
+		addr, ok := e.tree.Ports.Addr("web/api/18080")
+		return ok && addr.String() == "0.0.0.0:18080" && e.tree.Converged("web")
+	})
+}

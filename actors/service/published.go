@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/engenho/engenho/actors/supervise"
@@ -30,9 +31,11 @@ func (a *Actor) openPorts() {
 		a.closePort(old.name)
 	}
 	// A listener an earlier incarnation of this actor left, for a port the
-	// definition it now has no longer publishes.
+	// definition it now has no longer publishes, or publishes on another
+	// host address.
 	for _, name := range a.env.Ports.Names(fmt.Sprintf("%s/%s/", a.stack, a.name)) {
-		if _, ok := bindingOf(next, name); !ok {
+		b, ok := bindingOf(next, name)
+		if addr, listening := a.env.Ports.Addr(name); !ok || listening && !sameAddr(addr.String(), b.listen) {
 			a.closePort(name)
 		}
 	}
@@ -115,6 +118,19 @@ func (a *Actor) targetOf(rev string, p portBinding) int {
 		}
 	}
 	return p.target
+}
+
+// sameAddr reports whether a listener bound at a is the one asked for as
+// b: the same port and IP, any wildcard matching any other (Go reports a
+// listener asked for on 0.0.0.0 as bound on [::]).
+func sameAddr(a, b string) bool {
+	ah, ap, err1 := net.SplitHostPort(a)
+	bh, bp, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil {
+		return a == b
+	}
+	ai, bi := net.ParseIP(ah), net.ParseIP(bh)
+	return ap == bp && (ai.Equal(bi) || ai.IsUnspecified() && bi.IsUnspecified())
 }
 
 // closePort closes a listener this service no longer publishes.
