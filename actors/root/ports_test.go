@@ -1,6 +1,7 @@
 package root_test
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -260,4 +261,27 @@ func TestSVC22AStaleListenerOnAnotherAddressIsReplaced(t *testing.T) {
 		addr, ok := e.tree.Ports.Addr("web/api/18080")
 		return ok && addr.String() == "0.0.0.0:18080" && e.tree.Converged("web")
 	})
+}
+
+// SVC-5, ACT-1: a service that turns hibernating hands over to the
+// activator: its service actor retires its replicas (they kept running
+// beside the host before).
+func TestSVC5AServiceThatTurnsHibernatingRetiresItsReplicas(t *testing.T) {
+	e := newEnv(t)
+	e.apply(webPorts)
+	e.until("converged with 2 replicas", func() bool {
+		return e.tree.Converged("web") && len(e.instances()) == 2
+	})
+	e.apply(`
+services:
+  api:
+    command: ["server", "v1"]
+    ports: ["80"]
+    x-engenho:
+      hibernate: {host: api.localhost, port: 80}
+`)
+	e.until("the replicas are gone", func() bool {
+		_, listed := e.tree.Board.Service("web", "api")
+		return len(e.instances()) == 0 && !listed
+	}, func() string { return fmt.Sprint(e.instances()) })
 }

@@ -110,6 +110,13 @@ func (a *Actor) apply(d messages.ApplyStack) {
 	for _, name := range def.Order {
 		svc := def.Services[name]
 		if svc.Hibernate != nil || svc.Standalone() {
+			if a.known[name] {
+				// A service that turned hibernating or standalone: its
+				// service actor retires its replicas and ends; the
+				// activator runs it from now on.
+				a.send(name, messages.ServiceRemove{})
+				delete(a.known, name)
+			}
 			a.hosts[name] = true
 			a.toRoot(messages.HostDefinition{Stack: d.Stack, Service: name, Deployment: d.Current.ID,
 				Revision: d.Current.Revision(name), Definition: svc, Stopped: d.Stopped[name]})
