@@ -111,7 +111,7 @@ func (a *Actor) portsListening() {
 // still serve on the old one.
 func (a *Actor) targetOf(rev string, p portBinding) int {
 	if rd, ok := a.defs[rev]; ok {
-		for _, q := range rd.def.Published() {
+		for _, q := range rd.def.Ports { // not Published(): no slice per replica and pass
 			if q.Published == p.published {
 				return q.Target
 			}
