@@ -13,6 +13,24 @@ import (
 // testWho is the requester of deployer calls in unit tests.
 var testWho = journal.Who{UID: 0, User: "root"}
 
+// recordStack records the stack file src as d's next deployment and
+// returns its services' revisions.
+func recordStack(t *testing.T, d *Deployer, src string) map[string]string {
+	t.Helper()
+	st, err := stackfile.Parse("web.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs := map[string]string{}
+	for name, svc := range st.Services {
+		revs[name] = svc.Revision()
+	}
+	if _, err := d.recordDeployment(st, revs, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	return revs
+}
+
 func auditDeployer(t *testing.T) (*Deployer, *journal.Journal) {
 	t.Helper()
 	j, err := journal.Open(journal.Options{Dir: t.TempDir(), NoSync: true, GCInterval: -1})
@@ -33,17 +51,7 @@ func auditDeployer(t *testing.T) (*Deployer, *journal.Journal) {
 // journal (a daemon restart).
 func TestIssue17DeployerAuditsRefusalsAndSeedsTheActor(t *testing.T) {
 	d, j := auditDeployer(t)
-	st, err := stackfile.Parse("web.yaml", []byte(webV1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	revs := map[string]string{}
-	for name, svc := range st.Services {
-		revs[name] = svc.Revision()
-	}
-	if _, err := d.recordDeployment(st, revs, "test", nil); err != nil {
-		t.Fatal(err)
-	}
+	recordStack(t, d, webV1)
 	anon := journal.Who{UID: 4321}
 	if _, err := d.Rollback("web", anon); !errors.Is(err, journal.ErrNoPrevious) {
 		t.Fatalf("rollback with no previous: %v", err)
@@ -120,17 +128,7 @@ func TestIssue17PlanLinesAndFirstLines(t *testing.T) {
 // nothing.
 func TestServiceRetryOfAnUnknownServiceIsNotFound(t *testing.T) {
 	d, _ := auditDeployer(t)
-	st, err := stackfile.Parse("web.yaml", []byte(webV1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	revs := map[string]string{}
-	for name, svc := range st.Services {
-		revs[name] = svc.Revision()
-	}
-	if _, err := d.recordDeployment(st, revs, "test", nil); err != nil {
-		t.Fatal(err)
-	}
+	recordStack(t, d, webV1)
 	if err := d.Retry("web", "typo"); !errors.Is(err, ErrUnknownService) {
 		t.Fatalf("retry of web/typo: %v, want ErrUnknownService", err)
 	}

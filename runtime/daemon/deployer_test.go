@@ -30,21 +30,7 @@ func TestSVC17RemoveRollbackRedeploySayWhatTheyDid(t *testing.T) {
 	}
 	t.Cleanup(func() { j.Close() })
 	d := NewDeployer(j, nil, testKey)
-	record := func(src string) map[string]string {
-		t.Helper()
-		st, err := stackfile.Parse("web.yaml", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		revs := map[string]string{}
-		for name, svc := range st.Services {
-			revs[name] = svc.Revision()
-		}
-		if _, err := d.recordDeployment(st, revs, "test", nil); err != nil {
-			t.Fatal(err)
-		}
-		return revs
-	}
+	record := func(src string) map[string]string { return recordStack(t, d, src) }
 	webV2 := `name: web
 services:
   api:
